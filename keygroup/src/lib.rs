@@ -1,0 +1,1 @@
+//! Flink key groups (work in progress).

@@ -1,0 +1,1 @@
+//! SFCS canonical envelope (work in progress).
