@@ -1,0 +1,2 @@
+//! Benchmarks for sfstate. The criterion benches live in `benches/`; run them with
+//! `cargo bench -p sfstate-bench`.
