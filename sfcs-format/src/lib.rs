@@ -114,7 +114,9 @@ pub use container::{
     Container, DirContainer, HEADER_STATE_NAME, MemoryContainer, chunk_state_name, read_envelope,
     write_envelope,
 };
-pub use envelope::{Decoded, Envelope, assemble_payload, decode, decode_to_vec};
+pub use envelope::{
+    Decoded, Envelope, assemble_payload, assemble_payload_into, decode, decode_to_vec,
+};
 pub use error::{DecodeError, EncodeError, Error, Result, SectionError};
 pub use header::{
     CHUNK_SIZE, FIXED_HEADER_LEN, FORMAT_VERSION, Header, MAGIC, MAX_OPERATOR_ID_LEN,
