@@ -318,6 +318,12 @@ final class BinaryRowsFile {
         for (int target : HASH_TARGETS) {
             g.add("hashCode edge " + target, "INT", HashEdges.intKeyFor(target));
             g.add("hashCode edge " + target, "BIGINT", HashEdges.longKeyFor(target, -1));
+            for (Case c : g.cases.subList(g.cases.size() - 2, g.cases.size())) {
+                int h = FlinkRows.viaWriter(c.logicalTypes(), c.values, c.kind).hashCode();
+                if (h != target) {
+                    throw new IllegalStateException("hashCode edge search missed: " + h);
+                }
+            }
         }
 
         // 3. row kinds (header byte, and the key selector's header 0)
