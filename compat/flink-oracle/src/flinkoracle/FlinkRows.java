@@ -174,8 +174,16 @@ public final class FlinkRows {
         for (int i = 0; i < keyFields.length; i++) {
             keyFields[i] = i + 1;
         }
-        return KeySelectorUtil.getRowDataSelector(
-                FlinkRows.class.getClassLoader(), keyFields, InternalTypeInfo.ofFields(all));
+        RowDataKeySelector sel =
+                KeySelectorUtil.getRowDataSelector(
+                        FlinkRows.class.getClassLoader(), keyFields, InternalTypeInfo.ofFields(all));
+        // n > 0: planner code generation (GeneratedProjection) behind BinaryRowDataKeySelector;
+        // n == 0: Flink's EmptyRowDataKeySelector (the global-aggregation key).
+        String expected = types.length > 0 ? "BinaryRowDataKeySelector" : "EmptyRowDataKeySelector";
+        if (!sel.getClass().getSimpleName().equals(expected)) {
+            throw new IllegalStateException("unexpected key selector " + sel.getClass());
+        }
+        return sel;
     }
 
     /** {@code BinarySegmentUtils.copyToBytes(segments, offset, sizeInBytes)}. */
