@@ -10,16 +10,12 @@ use serde_json::Value;
 
 use crate::util::{splitmix_bytes, unhex};
 
+/// `$FLINK_VECTORS_DIR`, or the committed copy. A relative path is taken from the workspace
+/// root (cargo runs tests from the crate directory, not from where it was invoked).
 fn vectors_dir() -> PathBuf {
-    std::env::var_os("FLINK_VECTORS_DIR").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../testdata/flink-vectors"
-            ))
-        },
-        PathBuf::from,
-    )
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    std::env::var_os("FLINK_VECTORS_DIR")
+        .map_or_else(|| root.join("testdata/flink-vectors"), |dir| root.join(dir))
 }
 
 fn field<'a>(line: &'a Value, name: &str, at: &str) -> &'a Value {
