@@ -72,6 +72,11 @@ impl<S> CompositeKeyBuilder<S> {
         }
     }
 
+    /// The key serializer.
+    pub fn key_serializer(&self) -> &S {
+        &self.key_serializer
+    }
+
     /// The width of the key-group prefix: 1 byte when max parallelism <= 128, else 2.
     pub fn key_group_prefix_bytes(&self) -> usize {
         self.key_group_prefix_bytes
