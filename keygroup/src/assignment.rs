@@ -279,7 +279,11 @@ pub fn compute_key_group_range_for_operator_index(
         });
     }
     let start = operator_index.wrapping_mul(mp).wrapping_add(p - 1) / p;
-    let end = operator_index.wrapping_add(1).wrapping_mul(mp).wrapping_sub(1) / p;
+    let end = operator_index
+        .wrapping_add(1)
+        .wrapping_mul(mp)
+        .wrapping_sub(1)
+        / p;
     KeyGroupRange::new(start, end)
 }
 
@@ -324,8 +328,13 @@ mod tests {
     fn parallelism_bounds() {
         for bad in [i32::MIN, -1, 0, 32_769, i32::MAX] {
             let err = Parallelism::new(bad).unwrap_err();
-            assert!(matches!(err, Error::ParallelismOutOfBounds { parallelism } if parallelism == bad));
-            assert_eq!(err.to_string(), format!("Operator parallelism not within bounds: {bad}"));
+            assert!(
+                matches!(err, Error::ParallelismOutOfBounds { parallelism } if parallelism == bad)
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("Operator parallelism not within bounds: {bad}")
+            );
             assert!(matches!(
                 MaxParallelism::new(bad),
                 Err(Error::ParallelismOutOfBounds { .. })
@@ -344,9 +353,15 @@ mod tests {
         assert_eq!(KeyGroup::new(5).unwrap().index(), 5);
         assert!(matches!(
             mp(128).key_group(128),
-            Err(Error::KeyGroupOutOfRange { key_group: 128, max_parallelism: 128 })
+            Err(Error::KeyGroupOutOfRange {
+                key_group: 128,
+                max_parallelism: 128
+            })
         ));
-        assert!(matches!(mp(128).key_group(-1), Err(Error::KeyGroupOutOfRange { .. })));
+        assert!(matches!(
+            mp(128).key_group(-1),
+            Err(Error::KeyGroupOutOfRange { .. })
+        ));
         assert_eq!(mp(128).key_group(127).unwrap().get(), 127);
     }
 
@@ -354,7 +369,10 @@ mod tests {
     fn operator_index_validation() {
         assert!(matches!(
             p(4).check_operator_index(4),
-            Err(Error::OperatorIndexOutOfRange { operator_index: 4, parallelism: 4 })
+            Err(Error::OperatorIndexOutOfRange {
+                operator_index: 4,
+                parallelism: 4
+            })
         ));
         assert!(p(4).check_operator_index(-1).is_err());
         assert_eq!(p(4).check_operator_index(3).unwrap(), 3);
@@ -387,9 +405,15 @@ mod tests {
         let err = compute_key_group_range_for_operator_index(mp(128), p(129), 0).unwrap_err();
         assert!(matches!(
             err,
-            Error::MaxParallelismSmallerThanParallelism { max_parallelism: 128, parallelism: 129 }
+            Error::MaxParallelismSmallerThanParallelism {
+                max_parallelism: 128,
+                parallelism: 129
+            }
         ));
-        assert_eq!(err.to_string(), "Maximum parallelism must not be smaller than parallelism.");
+        assert_eq!(
+            err.to_string(),
+            "Maximum parallelism must not be smaller than parallelism."
+        );
     }
 
     #[test]

@@ -97,8 +97,11 @@ impl<S> CompositeKeyBuilder<S> {
         self.after_key = 0;
         self.after_namespace = 0;
         let prefix = key_group.get().cast_unsigned().to_be_bytes();
-        self.buf
-            .extend_from_slice(prefix.get(4 - self.key_group_prefix_bytes..).unwrap_or_default());
+        self.buf.extend_from_slice(
+            prefix
+                .get(4 - self.key_group_prefix_bytes..)
+                .unwrap_or_default(),
+        );
         self.key_serializer.serialize(key, &mut self.buf)?;
         self.key_variable_sized = self.key_serializer.fixed_length().is_none();
         self.after_key = self.buf.len();
@@ -239,11 +242,17 @@ mod tests {
             .unwrap();
         assert_eq!(key.len(), 6 + 16);
         // Reuse: the key stays, the namespace is replaced.
-        let key = b.build_composite_key_namespace(&5, &LongSerializer).unwrap();
+        let key = b
+            .build_composite_key_namespace(&5, &LongSerializer)
+            .unwrap();
         assert_eq!(key, [0x0a, 0xbc, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 5]);
-        let key = b.build_composite_key_user_key("u", &StringSerializer).unwrap();
+        let key = b
+            .build_composite_key_user_key("u", &StringSerializer)
+            .unwrap();
         assert_eq!(key.len(), 14 + 2);
-        let key = b.build_composite_key_user_key("v", &StringSerializer).unwrap();
+        let key = b
+            .build_composite_key_user_key("v", &StringSerializer)
+            .unwrap();
         assert_eq!(key.get(14..), Some(&[0x02, b'v'][..]));
     }
 
@@ -254,7 +263,12 @@ mod tests {
         let key = b
             .build_composite_key_namespace_user_key("", &StringSerializer, &3, &IntSerializer)
             .unwrap();
-        assert_eq!(key, [1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 12, 0x01, 1, 0, 0, 0, 3]);
+        assert_eq!(
+            key,
+            [
+                1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 12, 0x01, 1, 0, 0, 0, 3
+            ]
+        );
     }
 
     #[test]
@@ -271,10 +285,14 @@ mod tests {
         ));
         assert!(matches!(
             b.set_key_and_key_group("k", kg(128)),
-            Err(Error::KeyGroupOutOfRange { key_group: 128, max_parallelism: 128 })
+            Err(Error::KeyGroupOutOfRange {
+                key_group: 128,
+                max_parallelism: 128
+            })
         ));
         b.set_key_and_key_group("k", kg(3)).unwrap();
-        b.set_namespace(&VoidNamespace, &VoidNamespaceSerializer).unwrap();
+        b.set_namespace(&VoidNamespace, &VoidNamespaceSerializer)
+            .unwrap();
         // A new key forgets the namespace.
         b.set_key_and_key_group("k", kg(3)).unwrap();
         assert!(matches!(

@@ -52,7 +52,7 @@ pub fn murmur_hash(code: i32) -> i32 {
     }
 }
 
-/// Flink's `MurmurHashUtils.hashBytes(segment, offset, length)`: murmur3_32 with seed 42 over
+/// Flink's `MurmurHashUtils.hashBytes(segment, offset, length)`: `murmur3_32` with seed 42 over
 /// `bytes` read as 4-byte little-endian words, each trailing byte (if the length is not a
 /// multiple of 4) mixed on its own as a sign-extended `int`, then `fmix(h ^ length)`.
 ///
@@ -105,7 +105,10 @@ impl JavaHashCode for i32 {
 
 /// `Long.hashCode()`: `(int) (value ^ (value >>> 32))`.
 impl JavaHashCode for i64 {
-    #[expect(clippy::cast_possible_truncation, reason = "Java's (int) cast keeps the low 32 bits")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "Java's (int) cast keeps the low 32 bits"
+    )]
     fn java_hash_code(&self) -> i32 {
         let bits = self.cast_unsigned();
         ((bits ^ (bits >> 32)) as u32).cast_signed()
@@ -116,8 +119,9 @@ impl JavaHashCode for i64 {
 /// arithmetic.
 impl JavaHashCode for str {
     fn java_hash_code(&self) -> i32 {
-        self.encode_utf16()
-            .fold(0_i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+        self.encode_utf16().fold(0_i32, |h, unit| {
+            h.wrapping_mul(31).wrapping_add(i32::from(unit))
+        })
     }
 }
 

@@ -167,8 +167,8 @@ impl Iterator for KeyGroupRangeIter {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let remaining = usize::try_from(i64::from(self.end) - i64::from(self.next) + 1)
-            .unwrap_or_default();
+        let remaining =
+            usize::try_from(i64::from(self.end) - i64::from(self.next) + 1).unwrap_or_default();
         (remaining, Some(remaining))
     }
 }
@@ -191,12 +191,23 @@ mod tests {
             Err(Error::InvalidKeyGroupRange { .. })
         ));
         let err = KeyGroupRange::new(0, i32::MAX).unwrap_err();
-        assert!(matches!(err, Error::KeyGroupRangeOverflow { start: 0, end: i32::MAX }));
+        assert!(matches!(
+            err,
+            Error::KeyGroupRangeOverflow {
+                start: 0,
+                end: i32::MAX
+            }
+        ));
         assert_eq!(
             err.flink_exception().as_deref(),
             Some("java.lang.IllegalArgumentException: Potential overflow detected.")
         );
-        assert_eq!(KeyGroupRange::new(1, i32::MAX).unwrap().number_of_key_groups(), i32::MAX);
+        assert_eq!(
+            KeyGroupRange::new(1, i32::MAX)
+                .unwrap()
+                .number_of_key_groups(),
+            i32::MAX
+        );
     }
 
     #[test]
@@ -238,6 +249,9 @@ mod tests {
             KeyGroupRange::new(0, 42).unwrap().to_string(),
             "KeyGroupRange{startKeyGroup=0, endKeyGroup=42}"
         );
-        assert_eq!(format!("{:?}", KeyGroupRange::EMPTY), "KeyGroupRange{startKeyGroup=0, endKeyGroup=-1}");
+        assert_eq!(
+            format!("{:?}", KeyGroupRange::EMPTY),
+            "KeyGroupRange{startKeyGroup=0, endKeyGroup=-1}"
+        );
     }
 }

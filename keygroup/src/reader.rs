@@ -61,7 +61,7 @@ impl<'a> BinaryRowReader<'a> {
                 fixed_part_size: fixed_size,
             });
         }
-        if row.len() % 8 != 0 {
+        if !row.len().is_multiple_of(8) {
             return Err(Error::UnalignedRow { len: row.len() });
         }
         // The fixed part is at least 8 bytes, so the header byte exists.
@@ -189,11 +189,14 @@ impl<'a> BinaryRowReader<'a> {
             LogicalType::Date => Value::Date(int),
             LogicalType::Time { .. } => Value::Time(int),
             LogicalType::BigInt => Value::BigInt(long),
-            LogicalType::Float => Value::Float(f32::from_bits(u32::from_le_bytes([b0, b1, b2, b3]))),
+            LogicalType::Float => {
+                Value::Float(f32::from_bits(u32::from_le_bytes([b0, b1, b2, b3])))
+            }
             LogicalType::Double => Value::Double(f64::from_bits(u64::from_le_bytes(slot))),
             LogicalType::Char { .. } | LogicalType::VarChar { .. } => {
                 let bytes = self.binary_bytes(pos)?;
-                let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidUtf8 { position: pos })?;
+                let text =
+                    std::str::from_utf8(bytes).map_err(|_| Error::InvalidUtf8 { position: pos })?;
                 Value::String(text.to_owned())
             }
             LogicalType::Binary { .. } | LogicalType::VarBinary { .. } => {
@@ -215,7 +218,9 @@ impl<'a> BinaryRowReader<'a> {
                 check_decimal_range(unscaled, precision)?;
                 Value::Decimal { unscaled, scale }
             }
-            LogicalType::Timestamp { precision } => Value::Timestamp(self.timestamp(pos, slot, precision)?),
+            LogicalType::Timestamp { precision } => {
+                Value::Timestamp(self.timestamp(pos, slot, precision)?)
+            }
             LogicalType::TimestampLtz { precision } => {
                 Value::TimestampLtz(self.timestamp(pos, slot, precision)?)
             }
@@ -250,7 +255,9 @@ impl<'a> BinaryRowReader<'a> {
     /// # Errors
     /// The first error of [`read_field`](Self::read_field).
     pub fn read_all(&self) -> Result<Vec<Value>> {
-        (0..self.types.len()).map(|pos| self.read_field(pos)).collect()
+        (0..self.types.len())
+            .map(|pos| self.read_field(pos))
+            .collect()
     }
 }
 
@@ -273,13 +280,17 @@ fn split_offset_and_size(slot: [u8; 8]) -> (u64, u64) {
 
 /// `new BigInteger(bytes)` for 1..=16 big-endian two's complement bytes.
 fn from_big_integer_bytes(bytes: &[u8]) -> i128 {
-    let fill = if bytes.first().is_some_and(|b| b & 0x80 != 0) { 0xff } else { 0x00 };
-    let mut full = [fill; 16];
+    let fill = if bytes.first().is_some_and(|b| b & 0x80 != 0) {
+        0xff
+    } else {
+        0x00
+    };
+    let mut be = [fill; 16];
     let start = 16 - bytes.len().min(16);
-    for (dst, src) in full.iter_mut().skip(start).zip(bytes) {
+    for (dst, src) in be.iter_mut().skip(start).zip(bytes) {
         *dst = *src;
     }
-    i128::from_be_bytes(full)
+    i128::from_be_bytes(be)
 }
 
 #[cfg(test)]
@@ -296,7 +307,10 @@ mod tests {
         let types = [LogicalType::Int];
         assert!(matches!(
             BinaryRowReader::new(&types, &[0; 8]),
-            Err(Error::RowTooShort { len: 8, fixed_part_size: 16 })
+            Err(Error::RowTooShort {
+                len: 8,
+                fixed_part_size: 16
+            })
         ));
         assert!(matches!(
             BinaryRowReader::new(&types, &[0; 17]),
@@ -311,7 +325,10 @@ mod tests {
         let reader = BinaryRowReader::new(&types, &[0; 16]).unwrap();
         assert!(matches!(
             reader.read_field(1),
-            Err(Error::FieldOutOfBounds { position: 1, arity: 1 })
+            Err(Error::FieldOutOfBounds {
+                position: 1,
+                arity: 1
+            })
         ));
         assert!(reader.is_null_at(1).is_err());
         assert_eq!(reader.size_in_bytes(), 16);
@@ -325,7 +342,10 @@ mod tests {
         bytes[15] = 0x88;
         assert!(matches!(
             decode_row(&types, &bytes),
-            Err(Error::InvalidInlineLength { position: 0, length: 8 })
+            Err(Error::InvalidInlineLength {
+                position: 0,
+                length: 8
+            })
         ));
     }
 
@@ -337,16 +357,26 @@ mod tests {
         bytes[8] = 17;
         assert!(matches!(
             decode_row(&types, &bytes),
-            Err(Error::VariablePartOutOfBounds { position: 0, length: 17, .. })
+            Err(Error::VariablePartOutOfBounds {
+                position: 0,
+                length: 17,
+                ..
+            })
         ));
         // Offset 8 points into the fixed part.
         bytes[8] = 9;
         bytes[12] = 8;
-        assert!(matches!(decode_row(&types, &bytes), Err(Error::VariablePartOutOfBounds { .. })));
+        assert!(matches!(
+            decode_row(&types, &bytes),
+            Err(Error::VariablePartOutOfBounds { .. })
+        ));
         // A huge length is rejected before anything is allocated.
         let mut huge = row(&types, &[Value::Binary(vec![7; 9])]);
         huge[8..12].copy_from_slice(&[0xff; 4]);
-        assert!(matches!(decode_row(&types, &huge), Err(Error::VariablePartOutOfBounds { .. })));
+        assert!(matches!(
+            decode_row(&types, &huge),
+            Err(Error::VariablePartOutOfBounds { .. })
+        ));
     }
 
     #[test]
@@ -354,44 +384,91 @@ mod tests {
         let types = [LogicalType::VarChar { length: 10 }];
         let mut bytes = row(&types, &[Value::String("ab".into())]);
         bytes[8] = 0xff;
-        assert!(matches!(decode_row(&types, &bytes), Err(Error::InvalidUtf8 { position: 0 })));
+        assert!(matches!(
+            decode_row(&types, &bytes),
+            Err(Error::InvalidUtf8 { position: 0 })
+        ));
     }
 
     #[test]
     fn decimal_checks() {
-        let types = [LogicalType::Decimal { precision: 20, scale: 2 }];
-        let mut bytes = row(&types, &[Value::Decimal { unscaled: -5, scale: 2 }]);
-        assert_eq!(decode_row(&types, &bytes).unwrap(), [Value::Decimal { unscaled: -5, scale: 2 }]);
+        let types = [LogicalType::Decimal {
+            precision: 20,
+            scale: 2,
+        }];
+        let mut bytes = row(
+            &types,
+            &[Value::Decimal {
+                unscaled: -5,
+                scale: 2,
+            }],
+        );
+        assert_eq!(
+            decode_row(&types, &bytes).unwrap(),
+            [Value::Decimal {
+                unscaled: -5,
+                scale: 2
+            }]
+        );
         bytes[8] = 0;
         assert!(matches!(
             decode_row(&types, &bytes),
-            Err(Error::InvalidDecimalLength { position: 0, length: 0 })
+            Err(Error::InvalidDecimalLength {
+                position: 0,
+                length: 0
+            })
         ));
         bytes[8] = 17;
-        assert!(matches!(decode_row(&types, &bytes), Err(Error::InvalidDecimalLength { .. })));
+        assert!(matches!(
+            decode_row(&types, &bytes),
+            Err(Error::InvalidDecimalLength { .. })
+        ));
         // 16 bytes of 0x7f.. is far beyond 10^20.
         bytes[8] = 16;
         bytes[16..32].fill(0x7f);
-        assert!(matches!(decode_row(&types, &bytes), Err(Error::DecimalOutOfRange { .. })));
-        let compact = [LogicalType::Decimal { precision: 2, scale: 0 }];
-        let mut bytes = row(&compact, &[Value::Decimal { unscaled: 99, scale: 0 }]);
+        assert!(matches!(
+            decode_row(&types, &bytes),
+            Err(Error::DecimalOutOfRange { .. })
+        ));
+        let compact = [LogicalType::Decimal {
+            precision: 2,
+            scale: 0,
+        }];
+        let mut bytes = row(
+            &compact,
+            &[Value::Decimal {
+                unscaled: 99,
+                scale: 0,
+            }],
+        );
         bytes[8] = 100;
         assert!(matches!(
             decode_row(&compact, &bytes),
-            Err(Error::DecimalOutOfRange { unscaled: 100, precision: 2 })
+            Err(Error::DecimalOutOfRange {
+                unscaled: 100,
+                precision: 2
+            })
         ));
     }
 
     #[test]
     fn timestamp_checks() {
         let types = [LogicalType::TimestampLtz { precision: 9 }];
-        let ts = Timestamp { millis: -1, nano_of_milli: 999_999 };
+        let ts = Timestamp {
+            millis: -1,
+            nano_of_milli: 999_999,
+        };
         let mut bytes = row(&types, &[Value::TimestampLtz(ts)]);
-        assert_eq!(decode_row(&types, &bytes).unwrap(), [Value::TimestampLtz(ts)]);
+        assert_eq!(
+            decode_row(&types, &bytes).unwrap(),
+            [Value::TimestampLtz(ts)]
+        );
         bytes[8..12].copy_from_slice(&1_000_000_u32.to_le_bytes());
         assert!(matches!(
             decode_row(&types, &bytes),
-            Err(Error::InvalidNanoOfMilli { nano_of_milli: 1_000_000 })
+            Err(Error::InvalidNanoOfMilli {
+                nano_of_milli: 1_000_000
+            })
         ));
         bytes[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
@@ -402,7 +479,10 @@ mod tests {
 
     #[test]
     fn invalid_type_is_an_error() {
-        let types = [LogicalType::Decimal { precision: 60, scale: 0 }];
+        let types = [LogicalType::Decimal {
+            precision: 60,
+            scale: 0,
+        }];
         assert!(matches!(
             decode_row(&types, &[0; 16]),
             Err(Error::InvalidTypeParameter { .. })
@@ -411,9 +491,18 @@ mod tests {
 
     #[test]
     fn null_bits_win_over_slots() {
-        let types = [LogicalType::BigInt, LogicalType::Decimal { precision: 30, scale: 0 }];
+        let types = [
+            LogicalType::BigInt,
+            LogicalType::Decimal {
+                precision: 30,
+                scale: 0,
+            },
+        ];
         let bytes = row(&types, &[Value::Null, Value::Null]);
-        assert_eq!(decode_row(&types, &bytes).unwrap(), [Value::Null, Value::Null]);
+        assert_eq!(
+            decode_row(&types, &bytes).unwrap(),
+            [Value::Null, Value::Null]
+        );
     }
 
     #[test]

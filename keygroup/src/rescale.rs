@@ -77,7 +77,8 @@ pub fn rescale_sources(
 ) -> Result<Vec<RescaleSource>> {
     check_max_parallelism(max_parallelism, old_parallelism)?;
     let index = new_parallelism.check_operator_index(new_operator_index)?;
-    let target = compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, index)?;
+    let target =
+        compute_key_group_range_for_operator_index(max_parallelism, new_parallelism, index)?;
     // A valid index under mp >= p owns at least one key group, all below mp.
     let owner = |kg: i32| {
         compute_operator_index_for_key_group(
@@ -157,7 +158,11 @@ mod tests {
         }
         let plan = rescale_plan(mp(128), p(4), p(1)).unwrap();
         assert_eq!(plan.len(), 1);
-        let olds: Vec<i32> = plan[0].sources.iter().map(|s| s.old_operator_index).collect();
+        let olds: Vec<i32> = plan[0]
+            .sources
+            .iter()
+            .map(|s| s.old_operator_index)
+            .collect();
         assert_eq!(olds, [0, 1, 2, 3]);
     }
 
@@ -165,7 +170,10 @@ mod tests {
     fn same_parallelism_is_identity() {
         for target in rescale_plan(mp(7), p(7), p(7)).unwrap() {
             assert_eq!(target.sources.len(), 1);
-            assert_eq!(target.sources[0].old_operator_index, target.new_operator_index);
+            assert_eq!(
+                target.sources[0].old_operator_index,
+                target.new_operator_index
+            );
         }
     }
 

@@ -77,8 +77,8 @@ pub fn fixed_part_size(arity: usize) -> usize {
 ///   | the same of **>= 8 bytes** | `u64` `(offset << 32) \| len`; bytes at `offset` in the variable part, zero-padded to 8 |
 ///   | DECIMAL, precision <= 18 (compact) | the unscaled value as `i64` |
 ///   | DECIMAL, precision >= 19 | `(offset << 32) \| byte_len`; 16 zeroed bytes reserved at `offset`, holding `BigInteger.toByteArray()` of the unscaled value (big-endian two's complement, minimal length 1..=16) |
-///   | TIMESTAMP(p) / TIMESTAMP_LTZ(p), p <= 3 (compact) | epoch millis as `i64` |
-///   | TIMESTAMP(p) / TIMESTAMP_LTZ(p), p >= 4 | `(offset << 32) \| nano_of_milli`; epoch millis as `i64` in 8 bytes at `offset` |
+///   | `TIMESTAMP(p)` / `TIMESTAMP_LTZ(p)`, p <= 3 (compact) | epoch millis as `i64` |
+///   | `TIMESTAMP(p)` / `TIMESTAMP_LTZ(p)`, p >= 4 | `(offset << 32) \| nano_of_milli`; epoch millis as `i64` in 8 bytes at `offset` |
 ///
 ///   Strings are UTF-8; the writer pads nothing (a CHAR(5) value may be 5 to 20 bytes).
 ///   Offsets count from the row start.
@@ -87,7 +87,7 @@ pub fn fixed_part_size(arity: usize) -> usize {
 ///   code calling `writeDecimal(pos, null, p)` / `writeTimestamp(pos, null, p)`) still reserves
 ///   the 16 / 8 zero bytes and sets the slot to `offset << 32`; `RowDataSerializer.toBinaryRow`
 ///   only sets the null bit and leaves the slot zero.
-/// * **`hashCode()`** is murmur3_32, seed 42, over the whole row read as 4-byte little-endian
+/// * **`hashCode()`** is `murmur3_32`, seed 42, over the whole row read as 4-byte little-endian
 ///   words, header included, then `fmix(h ^ size)`: see
 ///   [`murmur_hash_bytes`](crate::murmur_hash_bytes). The key group of a row is
 ///   `murmurHash(hashCode) % maxParallelism`. The SQL key selector always writes header 0, so
@@ -258,7 +258,15 @@ mod tests {
 
     #[test]
     fn bit_set_widths() {
-        for (arity, width) in [(0, 8), (1, 8), (56, 8), (57, 16), (120, 16), (121, 24), (184, 24)] {
+        for (arity, width) in [
+            (0, 8),
+            (1, 8),
+            (56, 8),
+            (57, 16),
+            (120, 16),
+            (121, 24),
+            (184, 24),
+        ] {
             assert_eq!(bit_set_width_in_bytes(arity), width, "arity {arity}");
         }
         assert_eq!(fixed_part_size(0), 8);

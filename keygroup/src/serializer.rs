@@ -263,7 +263,9 @@ mod tests {
         assert_eq!(bytes(&LongSerializer, &1), [0, 0, 0, 0, 0, 0, 0, 1]);
         assert_eq!(bytes(&VoidNamespaceSerializer, &VoidNamespace), [0]);
         let w = TimeWindow { start: 1, end: -1 };
-        let expected = [0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        let expected = [
+            0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        ];
         assert_eq!(bytes(&TimeWindowSerializer, &w), expected);
         assert_eq!(bytes(&TableTimeWindowSerializer, &w), expected);
     }
@@ -276,7 +278,10 @@ mod tests {
         // U+2713 = 0b10_0111_0001_0011: low 7 bits 0x13 | 0x80, then 0x4e.
         assert_eq!(bytes(&StringSerializer, "✓"), [0x02, 0x93, 0x4e]);
         // A supplementary character is two UTF-16 units (0xd83d 0xde00), 3 bytes each.
-        assert_eq!(bytes(&StringSerializer, "😀"), [0x03, 0xbd, 0xb0, 0x03, 0x80, 0xbc, 0x03]);
+        assert_eq!(
+            bytes(&StringSerializer, "😀"),
+            [0x03, 0xbd, 0xb0, 0x03, 0x80, 0xbc, 0x03]
+        );
         // 127 units: length 128 needs two bytes.
         let long = "x".repeat(127);
         assert_eq!(bytes(&StringSerializer, long.as_str())[..2], [0x80, 0x01]);
@@ -287,20 +292,44 @@ mod tests {
         // Strings and rows longer than this cannot be allocated in a test; the check they
         // share is tested directly.
         assert_eq!(java_length(0).unwrap(), 0);
-        assert_eq!(java_length(i32::MAX as usize).unwrap(), i32::MAX.cast_unsigned());
+        assert_eq!(
+            java_length(i32::MAX as usize).unwrap(),
+            i32::MAX.cast_unsigned()
+        );
         assert!(matches!(
             java_length(i32::MAX as usize + 1),
-            Err(Error::LengthOverflow { length: 2_147_483_648, limit: 2_147_483_647 })
+            Err(Error::LengthOverflow {
+                length: 2_147_483_648,
+                limit: 2_147_483_647
+            })
         ));
     }
 
     #[test]
     fn ambiguity() {
-        assert!(is_ambiguous_key_possible(&StringSerializer, &StringSerializer));
-        assert!(is_ambiguous_key_possible(&RowDataSerializer, &StringSerializer));
-        assert!(!is_ambiguous_key_possible(&StringSerializer, &VoidNamespaceSerializer));
-        assert!(!is_ambiguous_key_possible(&StringSerializer, &TimeWindowSerializer));
-        assert!(!is_ambiguous_key_possible(&BinaryRowDataSerializer, &LongSerializer));
-        assert!(!is_ambiguous_key_possible(&IntSerializer, &StringSerializer));
+        assert!(is_ambiguous_key_possible(
+            &StringSerializer,
+            &StringSerializer
+        ));
+        assert!(is_ambiguous_key_possible(
+            &RowDataSerializer,
+            &StringSerializer
+        ));
+        assert!(!is_ambiguous_key_possible(
+            &StringSerializer,
+            &VoidNamespaceSerializer
+        ));
+        assert!(!is_ambiguous_key_possible(
+            &StringSerializer,
+            &TimeWindowSerializer
+        ));
+        assert!(!is_ambiguous_key_possible(
+            &BinaryRowDataSerializer,
+            &LongSerializer
+        ));
+        assert!(!is_ambiguous_key_possible(
+            &IntSerializer,
+            &StringSerializer
+        ));
     }
 }

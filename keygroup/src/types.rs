@@ -16,7 +16,7 @@ pub const MAX_LENGTH: u32 = i32::MAX.cast_unsigned();
 ///
 /// Parameters are checked where they are used (writer, reader) and by the parser; the ranges
 /// are Flink's: DECIMAL precision `1..=38` and scale `0..=precision`, TIME / TIMESTAMP /
-/// TIMESTAMP_LTZ precision `0..=9`, lengths `1..=2147483647`.
+/// `TIMESTAMP_LTZ` precision `0..=9`, lengths `1..=2147483647`.
 ///
 /// `Display` prints, and [`FromStr`] parses, Flink's type strings:
 ///
@@ -31,6 +31,7 @@ pub const MAX_LENGTH: u32 = i32::MAX.cast_unsigned();
 /// # Ok::<(), keygroup::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LogicalType {
     /// `BOOLEAN`: 1 byte, 0 or 1.
     Boolean,
@@ -95,10 +96,16 @@ pub enum LogicalType {
 
 /// Flink's `DecimalType.MAX_PRECISION`.
 pub(crate) const MAX_DECIMAL_PRECISION: u8 = 38;
-/// Flink's `TimestampType.MAX_PRECISION` (also TIME and TIMESTAMP_LTZ).
+/// Flink's `TimestampType.MAX_PRECISION` (also TIME and `TIMESTAMP_LTZ`).
 pub(crate) const MAX_TIME_PRECISION: u8 = 9;
 
-fn parameter_error(type_name: &'static str, parameter: &'static str, value: i64, min: i64, max: i64) -> Error {
+fn parameter_error(
+    type_name: &'static str,
+    parameter: &'static str,
+    value: i64,
+    min: i64,
+    max: i64,
+) -> Error {
     Error::InvalidTypeParameter {
         type_name,
         parameter,
@@ -120,12 +127,18 @@ pub(crate) fn check_decimal(precision: u8, scale: u8) -> Result<()> {
         ));
     }
     if scale > precision {
-        return Err(parameter_error("DECIMAL", "scale", scale.into(), 0, precision.into()));
+        return Err(parameter_error(
+            "DECIMAL",
+            "scale",
+            scale.into(),
+            0,
+            precision.into(),
+        ));
     }
     Ok(())
 }
 
-/// Checks a TIME / TIMESTAMP / TIMESTAMP_LTZ precision.
+/// Checks a TIME / TIMESTAMP / `TIMESTAMP_LTZ` precision.
 pub(crate) fn check_time_precision(type_name: &'static str, precision: u8) -> Result<()> {
     if precision > MAX_TIME_PRECISION {
         return Err(parameter_error(
@@ -286,7 +299,14 @@ impl<'a> Parser<'a> {
                     chars.next();
                 }
                 let text = input.get(pos..end).unwrap_or_default();
-                tokens.push((pos, if digits { Token::Int(text) } else { Token::Word(text) }));
+                tokens.push((
+                    pos,
+                    if digits {
+                        Token::Int(text)
+                    } else {
+                        Token::Word(text)
+                    },
+                ));
             } else {
                 lex_error = Some((pos, "unexpected character"));
                 break;
@@ -382,7 +402,13 @@ impl<'a> Parser<'a> {
     fn length(&mut self, type_name: &'static str) -> Result<u32> {
         let length = self.optional_int_param()?.unwrap_or(1);
         if length == 0 {
-            return Err(parameter_error(type_name, "length", 0, 1, MAX_LENGTH.into()));
+            return Err(parameter_error(
+                type_name,
+                "length",
+                0,
+                1,
+                MAX_LENGTH.into(),
+            ));
         }
         Ok(length)
     }
@@ -401,9 +427,10 @@ impl<'a> Parser<'a> {
         let precision_u8 = u8::try_from(precision).unwrap_or(u8::MAX);
         let scale_u8 = u8::try_from(scale).unwrap_or(u8::MAX);
         check_decimal(precision_u8, scale_u8).map_err(|err| match err {
-            Error::InvalidTypeParameter { parameter: "precision", .. } => {
-                parameter_error("DECIMAL", "precision", precision.into(), 1, 38)
-            }
+            Error::InvalidTypeParameter {
+                parameter: "precision",
+                ..
+            } => parameter_error("DECIMAL", "precision", precision.into(), 1, 38),
             _ => parameter_error("DECIMAL", "scale", scale.into(), 0, precision.into()),
         })?;
         Ok(LogicalType::Decimal {
@@ -545,22 +572,49 @@ mod tests {
     fn synonyms_and_defaults() {
         assert_eq!(parse("integer"), LogicalType::Int);
         assert_eq!(parse("DOUBLE PRECISION"), LogicalType::Double);
-        assert_eq!(parse("NUMERIC(5,1)"), LogicalType::Decimal { precision: 5, scale: 1 });
-        assert_eq!(parse("DEC"), LogicalType::Decimal { precision: 10, scale: 0 });
-        assert_eq!(parse("DECIMAL(7)"), LogicalType::Decimal { precision: 7, scale: 0 });
+        assert_eq!(
+            parse("NUMERIC(5,1)"),
+            LogicalType::Decimal {
+                precision: 5,
+                scale: 1
+            }
+        );
+        assert_eq!(
+            parse("DEC"),
+            LogicalType::Decimal {
+                precision: 10,
+                scale: 0
+            }
+        );
+        assert_eq!(
+            parse("DECIMAL(7)"),
+            LogicalType::Decimal {
+                precision: 7,
+                scale: 0
+            }
+        );
         assert_eq!(parse("CHAR"), LogicalType::Char { length: 1 });
         assert_eq!(parse("VARCHAR"), LogicalType::VarChar { length: 1 });
         assert_eq!(parse("VARCHAR(2147483647)").to_string(), "STRING");
         assert_eq!(parse("VARBINARY(2147483647)").to_string(), "BYTES");
         assert_eq!(parse("TIME"), LogicalType::Time { precision: 0 });
-        assert_eq!(parse("TIME(3) WITHOUT TIME ZONE"), LogicalType::Time { precision: 3 });
+        assert_eq!(
+            parse("TIME(3) WITHOUT TIME ZONE"),
+            LogicalType::Time { precision: 3 }
+        );
         assert_eq!(parse("TIMESTAMP"), LogicalType::Timestamp { precision: 6 });
-        assert_eq!(parse("TIMESTAMP WITHOUT TIME ZONE"), LogicalType::Timestamp { precision: 6 });
+        assert_eq!(
+            parse("TIMESTAMP WITHOUT TIME ZONE"),
+            LogicalType::Timestamp { precision: 6 }
+        );
         assert_eq!(
             parse("TIMESTAMP(3) WITH LOCAL TIME ZONE"),
             LogicalType::TimestampLtz { precision: 3 }
         );
-        assert_eq!(parse("TIMESTAMP_LTZ"), LogicalType::TimestampLtz { precision: 6 });
+        assert_eq!(
+            parse("TIMESTAMP_LTZ"),
+            LogicalType::TimestampLtz { precision: 6 }
+        );
         assert_eq!(parse("  BIGINT NOT NULL "), LogicalType::BigInt);
         assert_eq!(parse("BIGINT NULL"), LogicalType::BigInt);
     }
@@ -598,16 +652,30 @@ mod tests {
             "VARBINARY(0)",
         ] {
             let err = s.parse::<LogicalType>().unwrap_err();
-            assert!(matches!(err, Error::InvalidTypeParameter { .. }), "{s}: {err}");
+            assert!(
+                matches!(err, Error::InvalidTypeParameter { .. }),
+                "{s}: {err}"
+            );
         }
     }
 
     #[test]
     fn validate_checks_parameters() {
-        assert!(LogicalType::Decimal { precision: 40, scale: 0 }.validate().is_err());
+        assert!(
+            LogicalType::Decimal {
+                precision: 40,
+                scale: 0
+            }
+            .validate()
+            .is_err()
+        );
         assert!(LogicalType::Timestamp { precision: 10 }.validate().is_err());
         assert!(LogicalType::Char { length: 0 }.validate().is_err());
-        assert!(LogicalType::VarChar { length: u32::MAX }.validate().is_err());
+        assert!(
+            LogicalType::VarChar { length: u32::MAX }
+                .validate()
+                .is_err()
+        );
         assert_eq!(LogicalType::Date.validate().unwrap(), LogicalType::Date);
     }
 }

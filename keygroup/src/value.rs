@@ -53,7 +53,7 @@ impl RowKind {
     }
 }
 
-/// A TIMESTAMP / TIMESTAMP_LTZ value: Flink's `TimestampData`.
+/// A TIMESTAMP / `TIMESTAMP_LTZ` value: Flink's `TimestampData`.
 ///
 /// `millis` are epoch milliseconds, floor-based before 1970; `nano_of_milli` must be in
 /// `0..=999_999` (checked when written).
@@ -93,6 +93,7 @@ pub(crate) fn check_nano_of_milli(nano_of_milli: i64) -> Result<()> {
 /// Equality compares FLOAT and DOUBLE by raw bits, as Flink compares keys: `-0.0 != 0.0` and a
 /// NaN equals the NaN with the same payload.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Value {
     /// SQL `NULL`, valid for any type.
     Null,
@@ -127,7 +128,7 @@ pub enum Value {
     Time(i32),
     /// TIMESTAMP.
     Timestamp(Timestamp),
-    /// TIMESTAMP_LTZ.
+    /// `TIMESTAMP_LTZ`.
     TimestampLtz(Timestamp),
 }
 
@@ -191,9 +192,9 @@ impl PartialEq for Value {
             (Self::Boolean(a), Self::Boolean(b)) => a == b,
             (Self::TinyInt(a), Self::TinyInt(b)) => a == b,
             (Self::SmallInt(a), Self::SmallInt(b)) => a == b,
-            (Self::Int(a), Self::Int(b)) | (Self::Date(a), Self::Date(b)) | (Self::Time(a), Self::Time(b)) => {
-                a == b
-            }
+            (Self::Int(a), Self::Int(b))
+            | (Self::Date(a), Self::Date(b))
+            | (Self::Time(a), Self::Time(b)) => a == b,
             (Self::BigInt(a), Self::BigInt(b)) => a == b,
             (Self::Float(a), Self::Float(b)) => a.to_bits() == b.to_bits(),
             (Self::Double(a), Self::Double(b)) => a.to_bits() == b.to_bits(),
@@ -209,9 +210,8 @@ impl PartialEq for Value {
                     scale: sb,
                 },
             ) => a == b && sa == sb,
-            (Self::Timestamp(a), Self::Timestamp(b)) | (Self::TimestampLtz(a), Self::TimestampLtz(b)) => {
-                a == b
-            }
+            (Self::Timestamp(a), Self::Timestamp(b))
+            | (Self::TimestampLtz(a), Self::TimestampLtz(b)) => a == b,
             _ => false,
         }
     }
@@ -233,7 +233,10 @@ mod tests {
         ] {
             assert_eq!(RowKind::from_byte(kind.to_byte()).unwrap(), kind);
         }
-        assert!(matches!(RowKind::from_byte(4), Err(Error::InvalidRowKind { byte: 4 })));
+        assert!(matches!(
+            RowKind::from_byte(4),
+            Err(Error::InvalidRowKind { byte: 4 })
+        ));
         assert_eq!(RowKind::UpdateBefore.name(), "UPDATE_BEFORE");
     }
 
@@ -242,7 +245,9 @@ mod tests {
         assert!(Timestamp::new(0, 999_999).is_ok());
         assert!(matches!(
             Timestamp::new(0, 1_000_000),
-            Err(Error::InvalidNanoOfMilli { nano_of_milli: 1_000_000 })
+            Err(Error::InvalidNanoOfMilli {
+                nano_of_milli: 1_000_000
+            })
         ));
     }
 
@@ -255,7 +260,10 @@ mod tests {
             Value::Float(f32::from_bits(0x7fc0_0000))
         );
         assert_ne!(Value::Int(1), Value::Date(1));
-        assert_ne!(Value::Timestamp(Timestamp::default()), Value::TimestampLtz(Timestamp::default()));
+        assert_ne!(
+            Value::Timestamp(Timestamp::default()),
+            Value::TimestampLtz(Timestamp::default())
+        );
     }
 
     #[test]

@@ -4,9 +4,8 @@ use crate::assignment::{KeyGroup, MaxParallelism, compute_key_group_for_key_hash
 use crate::error::{Error, Result};
 use crate::hash::murmur_hash_bytes;
 use crate::row::{
-    BinaryRow, HEADER_SIZE_IN_BITS, MAX_COMPACT_DECIMAL_PRECISION,
-    MAX_COMPACT_TIMESTAMP_PRECISION, MAX_FIX_PART_DATA_SIZE, bit_set_width_in_bytes,
-    fixed_part_size,
+    BinaryRow, HEADER_SIZE_IN_BITS, MAX_COMPACT_DECIMAL_PRECISION, MAX_COMPACT_TIMESTAMP_PRECISION,
+    MAX_FIX_PART_DATA_SIZE, bit_set_width_in_bytes, fixed_part_size,
 };
 use crate::types::{LogicalType, check_decimal, check_time_precision};
 use crate::value::{RowKind, Timestamp, Value, check_nano_of_milli};
@@ -14,7 +13,7 @@ use crate::value::{RowKind, Timestamp, Value, check_nano_of_milli};
 /// Largest row Flink can address: offsets and sizes are Java `int`s.
 const MAX_ROW_SIZE: usize = i32::MAX.cast_unsigned() as usize;
 
-/// How a null non-compact DECIMAL (precision > 18) or TIMESTAMP / TIMESTAMP_LTZ
+/// How a null non-compact DECIMAL (precision > 18) or TIMESTAMP / `TIMESTAMP_LTZ`
 /// (precision > 3) is written. Every other null is the null bit plus a zero slot on both paths.
 ///
 /// The two give different bytes, hash codes and key groups for the same logical row.
@@ -292,7 +291,12 @@ impl BinaryRowWriter {
     ///
     /// # Panics
     /// If `pos >= arity`.
-    pub fn write_decimal(&mut self, pos: usize, unscaled: Option<i128>, precision: u8) -> Result<()> {
+    pub fn write_decimal(
+        &mut self,
+        pos: usize,
+        unscaled: Option<i128>,
+        precision: u8,
+    ) -> Result<()> {
         check_decimal(precision, 0)?;
         if let Some(unscaled) = unscaled {
             check_decimal_range(unscaled, precision)?;
@@ -306,25 +310,23 @@ impl BinaryRowWriter {
             return Ok(());
         }
         let offset = self.grow_var_part(16)?;
-        match unscaled {
-            Some(unscaled) => {
-                let bytes = unscaled.to_be_bytes();
-                let minimal = minimal_twos_complement(&bytes);
-                self.buf.extend_from_slice(minimal);
-                // 1..=16 bytes.
-                let len = u32::try_from(minimal.len()).unwrap_or_default();
-                self.put_offset_and_size(pos, offset, len);
-            }
-            None => {
-                self.set_null_bit(pos);
-                self.put_offset_and_size(pos, offset, 0);
-            }
-        }
+        // BigInteger.toByteArray() is 1..=16 bytes; a null keeps length 0.
+        let bytes = unscaled.map(i128::to_be_bytes);
+        let minimal = bytes.as_ref().map_or(&[][..], minimal_twos_complement);
+        self.buf.extend_from_slice(minimal);
         self.buf.resize(offset + 16, 0);
+        if unscaled.is_none() {
+            self.set_null_bit(pos);
+        }
+        self.put_offset_and_size(
+            pos,
+            offset,
+            u32::try_from(minimal.len()).unwrap_or_default(),
+        );
         Ok(())
     }
 
-    /// `writeTimestamp(pos, value, precision)` for TIMESTAMP and TIMESTAMP_LTZ (`None` = SQL
+    /// `writeTimestamp(pos, value, precision)` for TIMESTAMP and `TIMESTAMP_LTZ` (`None` = SQL
     /// NULL).
     ///
     /// * precision <= 3: epoch millis in the slot (the nanos are dropped); `None` is
@@ -360,17 +362,13 @@ impl BinaryRowWriter {
             return Ok(());
         }
         let offset = self.grow_var_part(8)?;
-        match value {
-            Some(ts) => {
-                self.buf.extend_from_slice(&ts.millis.to_le_bytes());
-                self.put_offset_and_size(pos, offset, ts.nano_of_milli);
-            }
-            None => {
-                self.buf.extend_from_slice(&[0; 8]);
-                self.set_null_bit(pos);
-                self.put_offset_and_size(pos, offset, 0);
-            }
+        // A null keeps the 8 zero bytes and nanos 0.
+        let ts = value.unwrap_or_default();
+        self.buf.extend_from_slice(&ts.millis.to_le_bytes());
+        if value.is_none() {
+            self.set_null_bit(pos);
         }
+        self.put_offset_and_size(pos, offset, ts.nano_of_milli);
         Ok(())
     }
 
@@ -419,7 +417,13 @@ impl BinaryRowWriter {
             (LogicalType::Binary { .. } | LogicalType::VarBinary { .. }, Value::Binary(v)) => {
                 self.write_binary(pos, v)?;
             }
-            (LogicalType::Decimal { precision, scale }, Value::Decimal { unscaled, scale: actual }) => {
+            (
+                LogicalType::Decimal { precision, scale },
+                Value::Decimal {
+                    unscaled,
+                    scale: actual,
+                },
+            ) => {
                 if *actual != scale {
                     return Err(Error::DecimalScaleMismatch {
                         position: pos,
@@ -536,7 +540,10 @@ pub(crate) fn check_decimal_range(unscaled: i128, precision: u8) -> Result<()> {
     if unscaled > -bound && unscaled < bound {
         Ok(())
     } else {
-        Err(Error::DecimalOutOfRange { unscaled, precision })
+        Err(Error::DecimalOutOfRange {
+            unscaled,
+            precision,
+        })
     }
 }
 
@@ -545,7 +552,8 @@ pub(crate) fn check_decimal_range(unscaled: i128, precision: u8) -> Result<()> {
 fn minimal_twos_complement(bytes: &[u8; 16]) -> &[u8] {
     let mut start = 0;
     while let [first, second, ..] = bytes.get(start..).unwrap_or_default() {
-        let redundant = (*first == 0x00 && second & 0x80 == 0) || (*first == 0xff && second & 0x80 != 0);
+        let redundant =
+            (*first == 0x00 && second & 0x80 == 0) || (*first == 0xff && second & 0x80 != 0);
         if !redundant {
             break;
         }
@@ -559,7 +567,11 @@ mod tests {
     use super::*;
 
     fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        bytes.iter().fold(String::new(), |mut out, b| {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{b:02x}");
+            out
+        })
     }
 
     #[test]
@@ -575,7 +587,11 @@ mod tests {
             (i128::MIN, "80000000000000000000000000000000"),
         ];
         for (value, expected) in cases {
-            assert_eq!(hex(minimal_twos_complement(&value.to_be_bytes())), expected, "{value}");
+            assert_eq!(
+                hex(minimal_twos_complement(&value.to_be_bytes())),
+                expected,
+                "{value}"
+            );
         }
     }
 
@@ -584,7 +600,10 @@ mod tests {
         let mut w = BinaryRowWriter::new(2);
         w.write_string(0, "").unwrap();
         w.write_string(1, "abcdefg").unwrap();
-        assert_eq!(hex(w.row()), "0000000000000000000000000000008061626364656667" .to_owned() + "87");
+        assert_eq!(
+            hex(w.row()),
+            "0000000000000000000000000000008061626364656667".to_owned() + "87"
+        );
         w.reset();
         w.write_string(0, "abcdefgh").unwrap();
         w.write_binary(1, &[1; 9]).unwrap();
@@ -617,9 +636,21 @@ mod tests {
         assert!(w.write_string(0, "12345678").is_ok());
         w.reset();
         let err = w.write_string(0, "123456789").unwrap_err();
-        assert!(matches!(err, Error::LengthOverflow { length: 32, limit: 24 }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::LengthOverflow {
+                    length: 32,
+                    limit: 24
+                }
+            ),
+            "{err}"
+        );
         w.reset();
-        assert!(matches!(w.write_decimal(0, None, 38), Err(Error::LengthOverflow { .. })));
+        assert!(matches!(
+            w.write_decimal(0, None, 38),
+            Err(Error::LengthOverflow { .. })
+        ));
         assert!(BinaryRowWriter::try_new(usize::MAX / 16).is_err());
     }
 
@@ -634,7 +665,10 @@ mod tests {
         let mut w = BinaryRowWriter::new(1);
         assert!(matches!(
             w.write_decimal(0, Some(100_000), 5),
-            Err(Error::DecimalOutOfRange { unscaled: 100_000, precision: 5 })
+            Err(Error::DecimalOutOfRange {
+                unscaled: 100_000,
+                precision: 5
+            })
         ));
         assert!(w.write_decimal(0, Some(-99_999), 5).is_ok());
         assert!(matches!(
@@ -647,19 +681,60 @@ mod tests {
     #[test]
     fn value_checks() {
         let mut w = BinaryRowWriter::new(1);
-        let dec = LogicalType::Decimal { precision: 10, scale: 2 };
+        let dec = LogicalType::Decimal {
+            precision: 10,
+            scale: 2,
+        };
         let err = w
-            .write_value(0, dec, &Value::Decimal { unscaled: 1, scale: 3 }, NullEncoding::KeySelector)
+            .write_value(
+                0,
+                dec,
+                &Value::Decimal {
+                    unscaled: 1,
+                    scale: 3,
+                },
+                NullEncoding::KeySelector,
+            )
             .unwrap_err();
-        assert!(matches!(err, Error::DecimalScaleMismatch { position: 0, expected: 2, actual: 3 }));
+        assert!(matches!(
+            err,
+            Error::DecimalScaleMismatch {
+                position: 0,
+                expected: 2,
+                actual: 3
+            }
+        ));
         let err = w
-            .write_value(0, LogicalType::BigInt, &Value::Int(1), NullEncoding::KeySelector)
+            .write_value(
+                0,
+                LogicalType::BigInt,
+                &Value::Int(1),
+                NullEncoding::KeySelector,
+            )
             .unwrap_err();
-        assert!(matches!(err, Error::TypeMismatch { position: 0, actual: "INT", .. }));
+        assert!(matches!(
+            err,
+            Error::TypeMismatch {
+                position: 0,
+                actual: "INT",
+                ..
+            }
+        ));
         let err = w
-            .write_row(RowKind::Insert, &[LogicalType::Int], &[], NullEncoding::KeySelector)
+            .write_row(
+                RowKind::Insert,
+                &[LogicalType::Int],
+                &[],
+                NullEncoding::KeySelector,
+            )
             .unwrap_err();
-        assert!(matches!(err, Error::ArityMismatch { expected: 1, actual: 0 }));
+        assert!(matches!(
+            err,
+            Error::ArityMismatch {
+                expected: 1,
+                actual: 0
+            }
+        ));
         let err = w
             .write_row(
                 RowKind::Insert,
@@ -668,20 +743,41 @@ mod tests {
                 NullEncoding::KeySelector,
             )
             .unwrap_err();
-        assert!(matches!(err, Error::ArityMismatch { expected: 1, actual: 2 }));
-        let ts = Timestamp { millis: 0, nano_of_milli: 1_000_000 };
+        assert!(matches!(
+            err,
+            Error::ArityMismatch {
+                expected: 1,
+                actual: 2
+            }
+        ));
+        let ts = Timestamp {
+            millis: 0,
+            nano_of_milli: 1_000_000,
+        };
         let err = w
-            .write_value(0, LogicalType::Timestamp { precision: 9 }, &Value::Timestamp(ts), NullEncoding::KeySelector)
+            .write_value(
+                0,
+                LogicalType::Timestamp { precision: 9 },
+                &Value::Timestamp(ts),
+                NullEncoding::KeySelector,
+            )
             .unwrap_err();
         assert!(matches!(err, Error::InvalidNanoOfMilli { .. }));
     }
 
     #[test]
     fn null_encodings_differ_only_for_non_compact() {
-        let types = [LogicalType::Decimal { precision: 20, scale: 0 }, LogicalType::Timestamp { precision: 6 }];
+        let types = [
+            LogicalType::Decimal {
+                precision: 20,
+                scale: 0,
+            },
+            LogicalType::Timestamp { precision: 6 },
+        ];
         let values = [Value::Null, Value::Null];
         let mut w = BinaryRowWriter::new(2);
-        w.write_row(RowKind::Insert, &types, &values, NullEncoding::KeySelector).unwrap();
+        w.write_row(RowKind::Insert, &types, &values, NullEncoding::KeySelector)
+            .unwrap();
         assert_eq!(
             hex(w.row()),
             "0003000000000000\
@@ -690,10 +786,34 @@ mod tests {
              00000000000000000000000000000000\
              0000000000000000"
         );
-        w.write_row(RowKind::Insert, &types, &values, NullEncoding::RowDataSerializer).unwrap();
-        assert_eq!(hex(w.row()), "000300000000000000000000000000000000000000000000");
-        let compact = [LogicalType::Decimal { precision: 18, scale: 0 }, LogicalType::Timestamp { precision: 3 }];
-        w.write_row(RowKind::Insert, &compact, &values, NullEncoding::KeySelector).unwrap();
-        assert_eq!(hex(w.row()), "000300000000000000000000000000000000000000000000");
+        w.write_row(
+            RowKind::Insert,
+            &types,
+            &values,
+            NullEncoding::RowDataSerializer,
+        )
+        .unwrap();
+        assert_eq!(
+            hex(w.row()),
+            "000300000000000000000000000000000000000000000000"
+        );
+        let compact = [
+            LogicalType::Decimal {
+                precision: 18,
+                scale: 0,
+            },
+            LogicalType::Timestamp { precision: 3 },
+        ];
+        w.write_row(
+            RowKind::Insert,
+            &compact,
+            &values,
+            NullEncoding::KeySelector,
+        )
+        .unwrap();
+        assert_eq!(
+            hex(w.row()),
+            "000300000000000000000000000000000000000000000000"
+        );
     }
 }

@@ -2,18 +2,21 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::fmt::Debug;
+use std::fmt::{Debug, Write as _};
 
 use serde_json::{Map, Value as Json};
 
 /// Lowercase hex, first byte first.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// Parses lowercase or uppercase hex.
 pub(crate) fn unhex(text: &str) -> Result<Vec<u8>, String> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!("odd-length hex {text:?}"));
     }
     (0..text.len())
@@ -27,11 +30,21 @@ pub(crate) fn unhex(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// `Err` describing the mismatch unless `expected == actual`.
-pub(crate) fn check_eq<T: PartialEq + Debug>(field: &str, expected: T, actual: T) -> Result<(), String> {
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "call sites pass owned and borrowed values alike"
+)]
+pub(crate) fn check_eq<T: PartialEq + Debug>(
+    field: &str,
+    expected: T,
+    actual: T,
+) -> Result<(), String> {
     if expected == actual {
         Ok(())
     } else {
-        Err(format!("{field}: Flink has {expected:?}, we computed {actual:?}"))
+        Err(format!(
+            "{field}: Flink has {expected:?}, we computed {actual:?}"
+        ))
     }
 }
 
@@ -54,7 +67,9 @@ impl<'a> Line<'a> {
     /// The raw field (must exist).
     pub(crate) fn get(&self, key: &str) -> Result<&'a Json, String> {
         self.used.borrow_mut().insert(key.to_owned());
-        self.object.get(key).ok_or_else(|| format!("missing field {key:?}"))
+        self.object
+            .get(key)
+            .ok_or_else(|| format!("missing field {key:?}"))
     }
 
     pub(crate) fn is_null(&self, key: &str) -> Result<bool, String> {
@@ -62,7 +77,9 @@ impl<'a> Line<'a> {
     }
 
     pub(crate) fn i64(&self, key: &str) -> Result<i64, String> {
-        self.get(key)?.as_i64().ok_or_else(|| format!("{key}: not an integer"))
+        self.get(key)?
+            .as_i64()
+            .ok_or_else(|| format!("{key}: not an integer"))
     }
 
     pub(crate) fn i32(&self, key: &str) -> Result<i32, String> {
@@ -70,7 +87,11 @@ impl<'a> Line<'a> {
     }
 
     pub(crate) fn opt_i32(&self, key: &str) -> Result<Option<i32>, String> {
-        if self.is_null(key)? { Ok(None) } else { self.i32(key).map(Some) }
+        if self.is_null(key)? {
+            Ok(None)
+        } else {
+            self.i32(key).map(Some)
+        }
     }
 
     pub(crate) fn usize(&self, key: &str) -> Result<usize, String> {
@@ -78,15 +99,23 @@ impl<'a> Line<'a> {
     }
 
     pub(crate) fn bool(&self, key: &str) -> Result<bool, String> {
-        self.get(key)?.as_bool().ok_or_else(|| format!("{key}: not a boolean"))
+        self.get(key)?
+            .as_bool()
+            .ok_or_else(|| format!("{key}: not a boolean"))
     }
 
     pub(crate) fn str(&self, key: &str) -> Result<&'a str, String> {
-        self.get(key)?.as_str().ok_or_else(|| format!("{key}: not a string"))
+        self.get(key)?
+            .as_str()
+            .ok_or_else(|| format!("{key}: not a string"))
     }
 
     pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, String> {
-        if self.is_null(key)? { Ok(None) } else { self.str(key).map(Some) }
+        if self.is_null(key)? {
+            Ok(None)
+        } else {
+            self.str(key).map(Some)
+        }
     }
 
     pub(crate) fn hex(&self, key: &str) -> Result<Vec<u8>, String> {
