@@ -1,1 +1,180 @@
-//! placeholder
+//! The conformance suite: one generic function per behaviour of the [`KeyedTable`],
+//! [`KeyedStateStore`] and canonical-snapshot contracts, instantiated for a backend with
+//! [`conformance_tests!`](crate::conformance_tests).
+//!
+//! **Not API-stable.** Cases are added and changed with the contracts. Each case panics with
+//! a message naming the broken expectation.
+//!
+//! ```ignore
+//! // <backend>/tests/conformance.rs
+//! state_api::conformance_tests!(MyFactory::default());
+//! ```
+
+use std::sync::Arc;
+
+use keygroup::{KeyGroup, MaxParallelism, compute_key_group_for_key_hash, murmur_hash_bytes};
+use sfcs_format::MemoryContainer;
+
+use crate::snapshot::{CanonicalTable, write_canonical_snapshot};
+use crate::table::{KeyedStateStore, KeyedTable, StoreConfig, ValueOf};
+use crate::ttl::ManualClock;
+
+mod bundle;
+mod memory;
+mod model;
+mod snapshot;
+mod ttl;
+
+pub use bundle::{
+    bundle_hydration_and_coalesced_commit, bundle_misuse_is_rejected, get_of_key_not_in_bundle,
+    get_put_remove, key_group_out_of_range_is_rejected, open_table_twice_is_rejected,
+};
+pub use memory::{
+    memory_reservation_accounting, memory_exhausted_put_leaves_state_unchanged,
+    memory_exhausted_restore_leaves_state_unchanged, memory_exhausted_snapshot,
+};
+pub use model::model_based_operations_match_btreemap;
+pub use snapshot::{
+    canonical_snapshot_is_byte_identical, canonical_snapshot_round_trip,
+    multiple_tables_share_one_envelope, restore_rejects_corrupt_chunk,
+    restore_rejects_duplicate_key_group, restore_rejects_schema_mismatch,
+    restore_rejects_truncated_snapshot, restore_rejects_unsorted_keys,
+    restore_rejects_undecodable_values, restore_rejects_unknown_table,
+    restore_rejects_unreadable_section,
+    restore_rejects_wrong_operator, restore_rejects_wrong_version,
+    rescale_at_max_parallelism_128, rescale_at_max_parallelism_32768,
+};
+pub use ttl::{
+    ttl_expired_rows_leave_snapshots_and_sweeps, ttl_never_return_expired,
+    ttl_on_read_and_write_refreshes_on_read, ttl_overflow_never_expires,
+    ttl_return_expired_if_not_cleaned_up,
+};
+
+/// Creates the backend's stores. The factory may own resources (temporary directories);
+/// every store it creates must be independent of the others.
+pub trait StoreFactory {
+    /// The backend's store.
+    type Store: KeyedStateStore;
+
+    /// A new, empty store with `config`.
+    fn create(&self, config: StoreConfig) -> Self::Store;
+}
+
+/// One bundle key, owned.
+pub(crate) type Key = (KeyGroup, Vec<u8>);
+
+pub(crate) fn max_parallelism(value: i32) -> MaxParallelism {
+    MaxParallelism::new(value).expect("valid max parallelism")
+}
+
+/// The key group of `key`: Flink's murmur hash of the key bytes' hash.
+pub(crate) fn key_group_of(key: &[u8], mp: MaxParallelism) -> KeyGroup {
+    compute_key_group_for_key_hash(murmur_hash_bytes(key), mp)
+}
+
+pub(crate) fn key(i: usize, mp: MaxParallelism) -> Key {
+    let bytes = format!("key-{i:05}").into_bytes();
+    (key_group_of(&bytes, mp), bytes)
+}
+
+/// A config owning every key group of `mp`, with `clock`.
+pub(crate) fn full_config(mp: MaxParallelism, clock: &ManualClock) -> StoreConfig {
+    StoreConfig::try_new(mp, mp.key_groups())
+        .expect("full range")
+        .with_clock(Arc::new(clock.clone()))
+}
+
+pub(crate) fn bundle_keys(keys: &[Key]) -> Vec<(KeyGroup, &[u8])> {
+    keys.iter().map(|(kg, k)| (*kg, k.as_slice())).collect()
+}
+
+/// Reads `keys` in one bundle naming them all.
+pub(crate) fn read_all<T: KeyedTable>(table: &mut T, keys: &[Key]) -> Vec<Option<ValueOf<T>>> {
+    table.begin_bundle(&bundle_keys(keys)).expect("begin_bundle");
+    let values = keys
+        .iter()
+        .map(|(kg, k)| table.get(*kg, k).expect("get").cloned())
+        .collect();
+    table.commit_bundle().expect("commit_bundle");
+    values
+}
+
+/// Writes (`Some`) or removes (`None`) in one bundle naming every key.
+pub(crate) fn write_all<T: KeyedTable>(table: &mut T, rows: &[(Key, Option<ValueOf<T>>)]) {
+    let keys: Vec<Key> = rows.iter().map(|(k, _)| k.clone()).collect();
+    table.begin_bundle(&bundle_keys(&keys)).expect("begin_bundle");
+    for ((kg, k), value) in rows {
+        match value {
+            Some(v) => table.put(*kg, k, v.clone()).expect("put"),
+            None => table.remove(*kg, k).expect("remove"),
+        }
+    }
+    table.commit_bundle().expect("commit_bundle");
+}
+
+/// A canonical snapshot of `tables` into a fresh container.
+pub(crate) fn snapshot_of<S: KeyedStateStore>(
+    store: &S,
+    operator_id: &str,
+    tables: &[&dyn CanonicalTable],
+) -> MemoryContainer {
+    let mut container = MemoryContainer::new();
+    write_canonical_snapshot(
+        operator_id,
+        None,
+        tables,
+        &mut container,
+        store.config().memory_pool(),
+    )
+    .expect("canonical snapshot");
+    container
+}
+
+/// Instantiates every conformance case as a `#[test]` for a backend's
+/// [`StoreFactory`](crate::conformance::StoreFactory) expression (evaluated once per test).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($factory:expr) => {
+        $crate::conformance_tests!(@cases $factory;
+            bundle_hydration_and_coalesced_commit,
+            get_put_remove,
+            get_of_key_not_in_bundle,
+            bundle_misuse_is_rejected,
+            key_group_out_of_range_is_rejected,
+            open_table_twice_is_rejected,
+            ttl_never_return_expired,
+            ttl_on_read_and_write_refreshes_on_read,
+            ttl_return_expired_if_not_cleaned_up,
+            ttl_overflow_never_expires,
+            ttl_expired_rows_leave_snapshots_and_sweeps,
+            canonical_snapshot_round_trip,
+            canonical_snapshot_is_byte_identical,
+            multiple_tables_share_one_envelope,
+            rescale_at_max_parallelism_128,
+            rescale_at_max_parallelism_32768,
+            restore_rejects_corrupt_chunk,
+            restore_rejects_truncated_snapshot,
+            restore_rejects_wrong_operator,
+            restore_rejects_wrong_version,
+            restore_rejects_unreadable_section,
+            restore_rejects_schema_mismatch,
+            restore_rejects_unsorted_keys,
+            restore_rejects_unknown_table,
+            restore_rejects_duplicate_key_group,
+            restore_rejects_undecodable_values,
+            memory_reservation_accounting,
+            memory_exhausted_put_leaves_state_unchanged,
+            memory_exhausted_restore_leaves_state_unchanged,
+            memory_exhausted_snapshot,
+            model_based_operations_match_btreemap,
+        );
+    };
+    (@cases $factory:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::$case(&$factory);
+            }
+        )*
+    };
+}
