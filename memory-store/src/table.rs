@@ -9,8 +9,8 @@ use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
     CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, NativeSnapshot, Result,
-    StoreConfig, TableStats, TtlConfig, TtlVisibility, TtlUpdateType, ValueCodec,
-    canonical_schema, decode_canonical_batch, encode_canonical_batch,
+    StoreConfig, TableStats, TtlConfig, TtlUpdateType, TtlVisibility, ValueCodec, canonical_schema,
+    decode_canonical_batch, encode_canonical_batch,
 };
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (hash-table
@@ -379,11 +379,11 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
             tombstone_groups,
             ..
         } = self;
-        if let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key)) {
-            if entry.live {
-                bury(entry, index, tombstones, tombstone_groups);
-                mark_dirty(entry, *epoch, dirty_in_bundle);
-            }
+        if let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key))
+            && entry.live
+        {
+            bury(entry, index, tombstones, tombstone_groups);
+            mark_dirty(entry, *epoch, dirty_in_bundle);
         }
         Ok(())
     }
@@ -499,7 +499,12 @@ impl<C: ValueCodec> CanonicalTable for MemoryKeyedTable<C> {
                 .zip(decoded.last_access.iter())
                 .zip(decoded.values)
             {
-                rows.push((index, Box::<[u8]>::from(key.unwrap_or_default()), *ts, value));
+                rows.push((
+                    index,
+                    Box::<[u8]>::from(key.unwrap_or_default()),
+                    *ts,
+                    value,
+                ));
             }
         }
         self.staged = Some(self.stage_rows(rows.into_iter())?);

@@ -16,4 +16,4 @@ impl StoreFactory for MemoryFactory {
     }
 }
 
-state_api::conformance_tests!(MemoryFactory::default());
+state_api::conformance_tests!(MemoryFactory);

@@ -111,7 +111,9 @@ impl ValueCodec for I64Codec {
     where
         I: ExactSizeIterator<Item = &'a i64> + Clone,
     {
-        Ok(vec![Arc::new(Int64Array::from_iter_values(values.copied()))])
+        Ok(vec![Arc::new(Int64Array::from_iter_values(
+            values.copied(),
+        ))])
     }
 
     fn decode(&self, columns: &[ArrayRef], out: &mut Vec<i64>) -> Result<()> {
@@ -137,7 +139,9 @@ impl ValueCodec for F64Codec {
     where
         I: ExactSizeIterator<Item = &'a f64> + Clone,
     {
-        Ok(vec![Arc::new(Float64Array::from_iter_values(values.copied()))])
+        Ok(vec![Arc::new(Float64Array::from_iter_values(
+            values.copied(),
+        ))])
     }
 
     fn decode(&self, columns: &[ArrayRef], out: &mut Vec<f64>) -> Result<()> {
@@ -231,18 +235,36 @@ mod tests {
         let floats = F64Codec.encode([1.0].iter()).unwrap();
         let err = I64Codec.decode(&floats, &mut Vec::new()).unwrap_err();
         assert!(
-            matches!(err, Error::Codec { reason: "unexpected data type", .. }),
+            matches!(
+                err,
+                Error::Codec {
+                    reason: "unexpected data type",
+                    ..
+                }
+            ),
             "{err}"
         );
         let err = I64Codec.decode(&[], &mut Vec::new()).unwrap_err();
         assert!(
-            matches!(err, Error::Codec { reason: "wrong number of value columns", .. }),
+            matches!(
+                err,
+                Error::Codec {
+                    reason: "wrong number of value columns",
+                    ..
+                }
+            ),
             "{err}"
         );
         let with_null: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None]));
         let err = I64Codec.decode(&[with_null], &mut Vec::new()).unwrap_err();
         assert!(
-            matches!(err, Error::Codec { reason: "null in a non-nullable column", .. }),
+            matches!(
+                err,
+                Error::Codec {
+                    reason: "null in a non-nullable column",
+                    ..
+                }
+            ),
             "{err}"
         );
     }
@@ -253,7 +275,9 @@ mod tests {
             .encode([(1, 1.0, None), (2, 2.0, Some("x".to_owned()))].iter())
             .unwrap();
         columns[1] = Arc::new(Float64Array::from(vec![1.0]));
-        let err = I64F64StrCodec.decode(&columns, &mut Vec::new()).unwrap_err();
+        let err = I64F64StrCodec
+            .decode(&columns, &mut Vec::new())
+            .unwrap_err();
         assert!(matches!(err, Error::Codec { .. }), "{err}");
     }
 

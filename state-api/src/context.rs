@@ -59,7 +59,7 @@ pub trait HostKeyContext {
 /// ```
 pub struct KeyGroupScope<'h, H: HostKeyContext> {
     host: &'h mut H,
-    previous: Option<Option<H::Key>>,
+    previous: Option<H::Key>,
     key_group: KeyGroup,
 }
 
@@ -73,7 +73,7 @@ impl<'h, H: HostKeyContext> KeyGroupScope<'h, H> {
         let previous = host.current_key();
         let scope = Self {
             host,
-            previous: Some(previous),
+            previous,
             key_group,
         };
         scope.host.select_key_group(key_group)?;
@@ -103,9 +103,7 @@ impl<'h, H: HostKeyContext> KeyGroupScope<'h, H> {
 
 impl<H: HostKeyContext> Drop for KeyGroupScope<'_, H> {
     fn drop(&mut self) {
-        if let Some(previous) = self.previous.take() {
-            self.host.set_current_key(previous);
-        }
+        self.host.set_current_key(self.previous.take());
     }
 }
 

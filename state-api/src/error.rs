@@ -116,7 +116,9 @@ pub enum Error {
     },
     /// Two tables given to one snapshot or restore call have different key-group ranges or
     /// share a name.
-    #[error("tables of one snapshot must share one key-group range and have distinct names: {table:?}")]
+    #[error(
+        "tables of one snapshot must share one key-group range and have distinct names: {table:?}"
+    )]
     TableSetMismatch {
         /// The first offending table.
         table: String,

@@ -108,14 +108,13 @@ pub use error::{CorruptionKind, Error, Result};
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
-    LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema,
-    decode_canonical_batch, encode_canonical_batch, plan_restore, restore_canonical_snapshot,
-    write_canonical_snapshot,
+    LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
+    encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
 };
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
 pub use ttl::{
-    Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility,
-    expiration_timestamp, is_expired,
+    Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility, expiration_timestamp,
+    is_expired,
 };
 
 // Re-exported so backends and tests name the same versions.

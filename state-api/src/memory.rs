@@ -212,7 +212,13 @@ mod tests {
         a.try_grow(7).unwrap();
         let err = a.try_grow(4).unwrap_err();
         assert!(
-            matches!(err, Error::MemoryExhausted { requested: 4, available: 3 }),
+            matches!(
+                err,
+                Error::MemoryExhausted {
+                    requested: 4,
+                    available: 3
+                }
+            ),
             "{err}"
         );
         assert_eq!(a.size(), 7);

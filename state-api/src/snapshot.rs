@@ -37,9 +37,16 @@ pub const LAST_ACCESS_COLUMN: &str = "last_access";
 pub fn canonical_schema(value_fields: &Fields) -> SchemaRef {
     let mut fields: Vec<Arc<Field>> = Vec::with_capacity(value_fields.len() + 2);
     fields.push(Arc::new(Field::new(KEY_COLUMN, DataType::Binary, false)));
-    fields.push(Arc::new(Field::new(LAST_ACCESS_COLUMN, DataType::Int64, false)));
+    fields.push(Arc::new(Field::new(
+        LAST_ACCESS_COLUMN,
+        DataType::Int64,
+        false,
+    )));
     fields.extend(value_fields.iter().cloned());
-    let metadata = HashMap::from([(CANONICAL_VERSION_KEY.to_owned(), CANONICAL_VERSION.to_owned())]);
+    let metadata = HashMap::from([(
+        CANONICAL_VERSION_KEY.to_owned(),
+        CANONICAL_VERSION.to_owned(),
+    )]);
     Arc::new(Schema::new_with_metadata(fields, metadata))
 }
 
@@ -103,8 +110,16 @@ pub fn decode_canonical_batch<C: ValueCodec>(
 }
 
 fn key_columns(batch: &RecordBatch) -> Option<(&BinaryArray, &Int64Array)> {
-    let keys = batch.columns().first()?.as_any().downcast_ref::<BinaryArray>()?;
-    let ts = batch.columns().get(1)?.as_any().downcast_ref::<Int64Array>()?;
+    let keys = batch
+        .columns()
+        .first()?
+        .as_any()
+        .downcast_ref::<BinaryArray>()?;
+    let ts = batch
+        .columns()
+        .get(1)?
+        .as_any()
+        .downcast_ref::<Int64Array>()?;
     Some((keys, ts))
 }
 
@@ -205,7 +220,7 @@ fn corruption(key_group: i32, table: &str, kind: CorruptionKind) -> Error {
 /// Whether `keys` is strictly ascending and starts above `previous`.
 fn strictly_ascending(keys: &BinaryArray, previous: Option<&[u8]>) -> bool {
     let mut prev = previous;
-    for key in keys.iter() {
+    for key in keys {
         let Some(key) = key else { return false };
         if prev.is_some_and(|p| p >= key) {
             return false;
@@ -263,12 +278,15 @@ pub fn write_canonical_snapshot(
             if !key_columns(&batch).is_some_and(|(keys, _)| strictly_ascending(keys, None)) {
                 return Err(corruption(kg, name, CorruptionKind::KeysNotSorted));
             }
-            let mut writer = StreamWriter::try_new(Vec::new(), &schema).map_err(arrow_error(kg, name))?;
+            let mut writer =
+                StreamWriter::try_new(Vec::new(), &schema).map_err(arrow_error(kg, name))?;
             writer.write(&batch).map_err(arrow_error(kg, name))?;
             writer.finish().map_err(arrow_error(kg, name))?;
             let bytes = writer.into_inner().map_err(arrow_error(kg, name))?;
             reservation.try_grow(bytes.len())?;
-            sections.push(name, &bytes).map_err(sfcs_format::Error::from)?;
+            sections
+                .push(name, &bytes)
+                .map_err(sfcs_format::Error::from)?;
             summary.rows += batch.num_rows();
             any = true;
         }
@@ -301,7 +319,9 @@ pub fn plan_restore(
     for (index, source) in sources.iter().enumerate() {
         for kg in source.key_groups()? {
             let Ok(kg) = i32::try_from(kg) else { continue };
-            let Ok(key_group) = KeyGroup::new(kg) else { continue };
+            let Ok(key_group) = KeyGroup::new(kg) else {
+                continue;
+            };
             if !target.contains(key_group) {
                 continue;
             }
@@ -362,7 +382,7 @@ pub fn restore_canonical_snapshot(
         let (_, payload) = read_envelope(*container, kg.cast_unsigned(), operator_id)?;
         reservation.try_grow(payload.len())?;
         let sections = Sections::decode(&payload).map_err(sfcs_format::Error::from)?;
-        for section in sections.iter() {
+        for section in &sections {
             let Some(index) = names.iter().position(|n| n == section.name) else {
                 return Err(corruption(kg, section.name, CorruptionKind::UnknownTable));
             };
@@ -372,10 +392,17 @@ pub fn restore_canonical_snapshot(
             let reader =
                 StreamReader::try_new(section.data, None).map_err(arrow_error(kg, section.name))?;
             let found = reader.schema();
-            if found.metadata().get(CANONICAL_VERSION_KEY).map(String::as_str)
+            if found
+                .metadata()
+                .get(CANONICAL_VERSION_KEY)
+                .map(String::as_str)
                 != Some(CANONICAL_VERSION)
             {
-                return Err(corruption(kg, section.name, CorruptionKind::UnsupportedTableVersion));
+                return Err(corruption(
+                    kg,
+                    section.name,
+                    CorruptionKind::UnsupportedTableVersion,
+                ));
             }
             if found.fields() != schema.fields() {
                 return Err(corruption(kg, section.name, CorruptionKind::SchemaMismatch));
@@ -472,7 +499,14 @@ mod tests {
         write_envelope(&mut b, 5, "op", None, b"").unwrap();
         let err = plan_restore(KeyGroupRange::new(2, 8).unwrap(), &[&a, &b]).unwrap_err();
         assert!(
-            matches!(err, Error::DuplicateKeyGroup { key_group: 5, first: 0, second: 1 }),
+            matches!(
+                err,
+                Error::DuplicateKeyGroup {
+                    key_group: 5,
+                    first: 0,
+                    second: 1
+                }
+            ),
             "{err}"
         );
         // Outside the target the duplicate does not matter.

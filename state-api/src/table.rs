@@ -219,7 +219,8 @@ impl StoreConfig {
         operator_index: i32,
     ) -> Result<Self> {
         let index = parallelism.check_operator_index(operator_index)?;
-        let range = compute_key_group_range_for_operator_index(max_parallelism, parallelism, index)?;
+        let range =
+            compute_key_group_range_for_operator_index(max_parallelism, parallelism, index)?;
         Self::try_new(max_parallelism, range)
     }
 

@@ -19,12 +19,23 @@ pub fn bundle_hydration_and_coalesced_commit<F: StoreFactory>(f: &F) {
     let before = t.stats();
     write_all(
         &mut t,
-        &keys.iter().enumerate().map(|(i, k)| (k.clone(), Some(i as i64))).collect::<Vec<_>>(),
+        &keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), Some(i as i64)))
+            .collect::<Vec<_>>(),
     );
     let after = t.stats();
-    assert_eq!(after.written_keys - before.written_keys, 10, "first commit writes 10 keys");
+    assert_eq!(
+        after.written_keys - before.written_keys,
+        10,
+        "first commit writes 10 keys"
+    );
     assert_eq!(after.bundles - before.bundles, 1);
-    assert!(after.hydration_batches - before.hydration_batches <= 1, "one batched read");
+    assert!(
+        after.hydration_batches - before.hydration_batches <= 1,
+        "one batched read"
+    );
 
     // Second bundle names keys 0..=3 and one absent key.
     let mut named: Vec<_> = keys[..4].to_vec();
@@ -32,8 +43,14 @@ pub fn bundle_hydration_and_coalesced_commit<F: StoreFactory>(f: &F) {
     let before = t.stats();
     t.begin_bundle(&bundle_keys(&named)).expect("begin");
     let after_begin = t.stats();
-    assert!(after_begin.hydration_batches - before.hydration_batches <= 1, "one batched read");
-    assert!(after_begin.hydrated_keys - before.hydrated_keys <= 5, "only named keys fetched");
+    assert!(
+        after_begin.hydration_batches - before.hydration_batches <= 1,
+        "one batched read"
+    );
+    assert!(
+        after_begin.hydrated_keys - before.hydrated_keys <= 5,
+        "only named keys fetched"
+    );
     for (i, (kg, k)) in named.iter().enumerate().take(4) {
         assert_eq!(t.get(*kg, k).expect("get"), Some(&(i as i64)));
     }
@@ -41,11 +58,19 @@ pub fn bundle_hydration_and_coalesced_commit<F: StoreFactory>(f: &F) {
     let (k0, k1, k2) = (&keys[0], &keys[1], &keys[2]);
     t.put(k0.0, &k0.1, 100).expect("put");
     t.put(k0.0, &k0.1, 101).expect("put");
-    assert_eq!(t.get(k0.0, &k0.1).expect("get"), Some(&101), "reads see own writes");
+    assert_eq!(
+        t.get(k0.0, &k0.1).expect("get"),
+        Some(&101),
+        "reads see own writes"
+    );
     t.put(k0.0, &k0.1, 102).expect("put");
     t.put(k1.0, &k1.1, 7).expect("put");
     t.remove(k1.0, &k1.1).expect("remove");
-    assert_eq!(t.get(k1.0, &k1.1).expect("get"), None, "reads see own removes");
+    assert_eq!(
+        t.get(k1.0, &k1.1).expect("get"),
+        None,
+        "reads see own removes"
+    );
     t.put(k2.0, &k2.1, 22).expect("put");
     let mid = t.stats();
     assert_eq!(
@@ -69,7 +94,11 @@ pub fn bundle_hydration_and_coalesced_commit<F: StoreFactory>(f: &F) {
     // A bundle of pure reads (no TTL) writes nothing.
     let before = t.stats();
     read_all(&mut t, &keys);
-    assert_eq!(t.stats().written_keys, before.written_keys, "reads are not writes");
+    assert_eq!(
+        t.stats().written_keys,
+        before.written_keys,
+        "reads are not writes"
+    );
 }
 
 /// Point operations: overwrite, remove, remove of an absent key, equal key bytes in two key
@@ -77,7 +106,9 @@ pub fn bundle_hydration_and_coalesced_commit<F: StoreFactory>(f: &F) {
 pub fn get_put_remove<F: StoreFactory>(f: &F) {
     let mp = max_parallelism(128);
     let mut store = f.create(full_config(mp, &ManualClock::new(1)));
-    let mut t = store.open_table("rows", I64F64StrCodec, None).expect("open");
+    let mut t = store
+        .open_table("rows", I64F64StrCodec, None)
+        .expect("open");
     let a = (KeyGroup::new(3).expect("kg"), b"same".to_vec());
     let b = (KeyGroup::new(4).expect("kg"), b"same".to_vec());
     let empty = (KeyGroup::new(5).expect("kg"), Vec::new());
@@ -85,15 +116,29 @@ pub fn get_put_remove<F: StoreFactory>(f: &F) {
     let vb = (2, -0.5, None);
     write_all(
         &mut t,
-        &[(a.clone(), Some(va.clone())), (b.clone(), Some(vb.clone())), (empty.clone(), Some(vb.clone()))],
+        &[
+            (a.clone(), Some(va.clone())),
+            (b.clone(), Some(vb.clone())),
+            (empty.clone(), Some(vb.clone())),
+        ],
     );
     assert_eq!(
         read_all(&mut t, &[a.clone(), b.clone(), empty.clone()]),
         [Some(va.clone()), Some(vb.clone()), Some(vb.clone())]
     );
     let va2 = (3, 0.0, Some(String::new()));
-    write_all(&mut t, &[(a.clone(), Some(va2.clone())), (b.clone(), None), (empty.clone(), None)]);
-    assert_eq!(read_all(&mut t, &[a.clone(), b.clone(), empty.clone()]), [Some(va2), None, None]);
+    write_all(
+        &mut t,
+        &[
+            (a.clone(), Some(va2.clone())),
+            (b.clone(), None),
+            (empty.clone(), None),
+        ],
+    );
+    assert_eq!(
+        read_all(&mut t, &[a.clone(), b.clone(), empty.clone()]),
+        [Some(va2), None, None]
+    );
     // Removing an absent key is not an error.
     write_all(&mut t, &[(b.clone(), None)]);
     assert_eq!(read_all(&mut t, &[b]), [None]);
@@ -107,7 +152,8 @@ pub fn get_of_key_not_in_bundle<F: StoreFactory>(f: &F) {
     let (x, y, z) = (key(1, mp), key(2, mp), key(3, mp));
     write_all(&mut t, &[(x.clone(), Some(10)), (y.clone(), Some(20))]);
     let before = t.stats();
-    t.begin_bundle(&bundle_keys(std::slice::from_ref(&y))).expect("begin");
+    t.begin_bundle(&bundle_keys(std::slice::from_ref(&y)))
+        .expect("begin");
     assert_eq!(t.get(x.0, &x.1).expect("get unnamed"), Some(&10));
     let after = t.stats();
     assert!(
@@ -141,11 +187,15 @@ pub fn bundle_misuse_is_rejected<F: StoreFactory>(f: &F) {
     misuse(t.put(k.0, &k.1, 1), "put outside a bundle");
     misuse(t.remove(k.0, &k.1), "remove outside a bundle");
     misuse(t.commit_bundle(), "commit outside a bundle");
-    t.begin_bundle(&bundle_keys(std::slice::from_ref(&k))).expect("begin");
+    t.begin_bundle(&bundle_keys(std::slice::from_ref(&k)))
+        .expect("begin");
     t.put(k.0, &k.1, 5).expect("put");
     misuse(t.begin_bundle(&[]), "begin inside a bundle");
     misuse(t.sweep_expired(10).map(|_| ()), "sweep inside a bundle");
-    misuse(t.export_key_group(k.0).map(|_| ()), "export inside a bundle");
+    misuse(
+        t.export_key_group(k.0).map(|_| ()),
+        "export inside a bundle",
+    );
     misuse(t.stage_restore(Vec::new()), "restore inside a bundle");
     // The open bundle is intact.
     assert_eq!(t.get(k.0, &k.1).expect("get"), Some(&5));
@@ -170,7 +220,8 @@ pub fn key_group_out_of_range_is_rejected<F: StoreFactory>(f: &F) {
         matches!(err, Error::KeyGroupOutOfRange { key_group: 43, .. }),
         "{err}"
     );
-    t.begin_bundle(&[(inside, b"a")]).expect("no bundle was left open");
+    t.begin_bundle(&[(inside, b"a")])
+        .expect("no bundle was left open");
     let err = t.put(outside, b"b", 1).expect_err("put out of range");
     assert!(matches!(err, Error::KeyGroupOutOfRange { .. }), "{err}");
     let err = t.get(outside, b"b").expect_err("get out of range");
@@ -191,6 +242,11 @@ pub fn open_table_twice_is_rejected<F: StoreFactory>(f: &F) {
         .open_table("main", I64Codec, None)
         .map(|_| ())
         .expect_err("second open");
-    assert!(matches!(err, Error::TableExists { ref name } if name == "main"), "{err}");
-    store.open_table("other", I64Codec, None).expect("another name");
+    assert!(
+        matches!(err, Error::TableExists { ref name } if name == "main"),
+        "{err}"
+    );
+    store
+        .open_table("other", I64Codec, None)
+        .expect("another name");
 }

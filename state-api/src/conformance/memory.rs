@@ -4,8 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{StoreFactory, bundle_keys, full_config, key, max_parallelism, read_all, snapshot_of, write_all};
 use super::snapshot::filled_snapshot;
+use super::{
+    StoreFactory, bundle_keys, full_config, key, max_parallelism, read_all, snapshot_of, write_all,
+};
 use crate::codec::I64F64StrCodec;
 use crate::error::{Error, Result};
 use crate::memory::MemoryPool;
@@ -30,8 +32,10 @@ impl AdjustablePool {
 
     /// Leaves `headroom` bytes free.
     fn set_headroom(&self, headroom: usize) {
-        self.capacity
-            .store(self.used.load(Ordering::SeqCst) + headroom, Ordering::SeqCst);
+        self.capacity.store(
+            self.used.load(Ordering::SeqCst) + headroom,
+            Ordering::SeqCst,
+        );
     }
 }
 
@@ -52,7 +56,9 @@ impl MemoryPool for AdjustablePool {
     fn release(&self, bytes: usize) {
         let _ = self
             .used
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| Some(u.saturating_sub(bytes)));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                Some(u.saturating_sub(bytes))
+            });
     }
 
     fn used(&self) -> usize {
@@ -76,7 +82,9 @@ pub fn memory_reservation_accounting<F: StoreFactory>(f: &F) {
     let clock = ManualClock::new(1);
     {
         let mut store = f.create(full_config(mp, &clock).with_memory_pool(pool.clone()));
-        let mut t = store.open_table("rows", I64F64StrCodec, None).expect("open");
+        let mut t = store
+            .open_table("rows", I64F64StrCodec, None)
+            .expect("open");
         let keys: Vec<_> = (0..100).map(|i| key(i, mp)).collect();
         let base = pool.used();
         t.begin_bundle(&bundle_keys(&keys)).expect("begin");
@@ -91,15 +99,25 @@ pub fn memory_reservation_accounting<F: StoreFactory>(f: &F) {
         );
         t.commit_bundle().expect("commit");
         let full = pool.used();
-        write_all(&mut t, &keys.iter().map(|k| (k.clone(), None)).collect::<Vec<_>>());
+        write_all(
+            &mut t,
+            &keys.iter().map(|k| (k.clone(), None)).collect::<Vec<_>>(),
+        );
         t.sweep_expired(usize::MAX).expect("sweep");
-        assert!(pool.used() <= full, "removing everything does not grow the reservation");
+        assert!(
+            pool.used() <= full,
+            "removing everything does not grow the reservation"
+        );
         // Snapshot materialisation reserves from the pool too, and gives it back.
         let before = pool.used();
         let _ = snapshot_of(&store, "op", &[&t as &dyn CanonicalTable]);
         assert_eq!(pool.used(), before, "snapshot reservations are released");
     }
-    assert_eq!(pool.used(), 0, "dropping tables and store releases everything");
+    assert_eq!(
+        pool.used(),
+        0,
+        "dropping tables and store releases everything"
+    );
 }
 
 /// A put the pool refuses is [`Error::MemoryExhausted`] and leaves that key as it was; the
@@ -109,21 +127,32 @@ pub fn memory_exhausted_put_leaves_state_unchanged<F: StoreFactory>(f: &F) {
     let pool = AdjustablePool::new(usize::MAX);
     let clock = ManualClock::new(1);
     let mut store = f.create(full_config(mp, &clock).with_memory_pool(pool.clone()));
-    let mut t = store.open_table("rows", I64F64StrCodec, None).expect("open");
+    let mut t = store
+        .open_table("rows", I64F64StrCodec, None)
+        .expect("open");
     let keys: Vec<_> = (0..300).map(|i| key(i, mp)).collect();
     let first = keys[0].clone();
     write_all(&mut t, &[(first.clone(), Some((1, 1.0, None)))]);
     pool.set_headroom(16 * 1024);
     t.begin_bundle(&bundle_keys(&keys)).expect("begin");
     let huge = (2, 2.0, Some("y".repeat(64 * 1024)));
-    let err = t.put(first.0, &first.1, huge).expect_err("overwrite beyond the pool");
+    let err = t
+        .put(first.0, &first.1, huge)
+        .expect_err("overwrite beyond the pool");
     assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
-    assert_eq!(t.get(first.0, &first.1).expect("get"), Some(&(1, 1.0, None)), "old value kept");
+    assert_eq!(
+        t.get(first.0, &first.1).expect("get"),
+        Some(&(1, 1.0, None)),
+        "old value kept"
+    );
     let mut failed_at = None;
     for (i, (kg, k)) in keys.iter().enumerate().skip(1) {
         match t.put(*kg, k, value(i)) {
             Ok(()) => {}
-            Err(Error::MemoryExhausted { requested, available }) => {
+            Err(Error::MemoryExhausted {
+                requested,
+                available,
+            }) => {
                 assert!(requested > available, "{requested} <= {available}");
                 failed_at = Some(i);
                 break;
@@ -133,7 +162,11 @@ pub fn memory_exhausted_put_leaves_state_unchanged<F: StoreFactory>(f: &F) {
     }
     let failed_at = failed_at.expect("300 x 200-byte strings exceed 16 KiB of headroom");
     let (kg, k) = &keys[failed_at];
-    assert_eq!(t.get(*kg, k).expect("get"), None, "the refused key stays absent");
+    assert_eq!(
+        t.get(*kg, k).expect("get"),
+        None,
+        "the refused key stays absent"
+    );
     t.commit_bundle().expect("commit after a refused put");
     pool.set_headroom(usize::MAX / 2);
     let read = read_all(&mut t, &keys[..=failed_at]);
@@ -152,12 +185,20 @@ pub fn memory_exhausted_restore_leaves_state_unchanged<F: StoreFactory>(f: &F) {
     let pool = AdjustablePool::new(usize::MAX);
     let clock = ManualClock::new(3);
     let mut store = f.create(full_config(mp, &clock).with_memory_pool(pool.clone()));
-    let mut main = store.open_table("main", crate::codec::I64Codec, None).expect("open");
+    let mut main = store
+        .open_table("main", crate::codec::I64Codec, None)
+        .expect("open");
     let mut side = store
         .open_table("side", I64F64StrCodec, None)
         .expect("open");
     let keys: Vec<_> = (0..10).map(|i| key(i, mp)).collect();
-    write_all(&mut main, &keys.iter().map(|k| (k.clone(), Some(-1))).collect::<Vec<_>>());
+    write_all(
+        &mut main,
+        &keys
+            .iter()
+            .map(|k| (k.clone(), Some(-1)))
+            .collect::<Vec<_>>(),
+    );
     let before = snapshot_of(&store, "op", &[&main as &dyn CanonicalTable, &side]);
     pool.set_headroom(1024);
     let pool_dyn: Arc<dyn MemoryPool> = pool.clone();
@@ -171,7 +212,10 @@ pub fn memory_exhausted_restore_leaves_state_unchanged<F: StoreFactory>(f: &F) {
     assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
     pool.set_headroom(usize::MAX / 2);
     assert_eq!(read_all(&mut main, &keys), vec![Some(-1); keys.len()]);
-    assert_eq!(snapshot_of(&store, "op", &[&main as &dyn CanonicalTable, &side]), before);
+    assert_eq!(
+        snapshot_of(&store, "op", &[&main as &dyn CanonicalTable, &side]),
+        before
+    );
 }
 
 /// Canonical materialisation beyond the pool is [`Error::MemoryExhausted`]; the table is
@@ -181,9 +225,18 @@ pub fn memory_exhausted_snapshot<F: StoreFactory>(f: &F) {
     let pool = AdjustablePool::new(usize::MAX);
     let clock = ManualClock::new(1);
     let mut store = f.create(full_config(mp, &clock).with_memory_pool(pool.clone()));
-    let mut t = store.open_table("rows", I64F64StrCodec, None).expect("open");
+    let mut t = store
+        .open_table("rows", I64F64StrCodec, None)
+        .expect("open");
     let keys: Vec<_> = (0..50).map(|i| key(i, mp)).collect();
-    write_all(&mut t, &keys.iter().enumerate().map(|(i, k)| (k.clone(), Some(value(i)))).collect::<Vec<_>>());
+    write_all(
+        &mut t,
+        &keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), Some(value(i))))
+            .collect::<Vec<_>>(),
+    );
     pool.set_headroom(64);
     let pool_dyn: Arc<dyn MemoryPool> = pool.clone();
     let mut container = sfcs_format::MemoryContainer::new();

@@ -10,6 +10,19 @@
 //! state_api::conformance_tests!(MyFactory::default());
 //! ```
 
+// This is test code: a panic is how a case reports failure, and its small loop counters
+// never come near the limits of the casts below.
+#![allow(
+    clippy::missing_panics_doc,
+    clippy::indexing_slicing,
+    clippy::cast_possible_wrap,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss,
+    clippy::many_single_char_names,
+    clippy::option_option,
+    reason = "test code: panics are failures; counters are small"
+)]
+
 use std::sync::Arc;
 
 use keygroup::{KeyGroup, MaxParallelism, compute_key_group_for_key_hash, murmur_hash_bytes};
@@ -30,19 +43,18 @@ pub use bundle::{
     get_put_remove, key_group_out_of_range_is_rejected, open_table_twice_is_rejected,
 };
 pub use memory::{
-    memory_reservation_accounting, memory_exhausted_put_leaves_state_unchanged,
-    memory_exhausted_restore_leaves_state_unchanged, memory_exhausted_snapshot,
+    memory_exhausted_put_leaves_state_unchanged, memory_exhausted_restore_leaves_state_unchanged,
+    memory_exhausted_snapshot, memory_reservation_accounting,
 };
 pub use model::model_based_operations_match_btreemap;
 pub use snapshot::{
     canonical_snapshot_is_byte_identical, canonical_snapshot_round_trip,
-    multiple_tables_share_one_envelope, restore_rejects_corrupt_chunk,
+    multiple_tables_share_one_envelope, rescale_at_max_parallelism_128,
+    rescale_at_max_parallelism_32768, restore_rejects_corrupt_chunk,
     restore_rejects_duplicate_key_group, restore_rejects_schema_mismatch,
-    restore_rejects_truncated_snapshot, restore_rejects_unsorted_keys,
-    restore_rejects_undecodable_values, restore_rejects_unknown_table,
-    restore_rejects_unreadable_section,
-    restore_rejects_wrong_operator, restore_rejects_wrong_version,
-    rescale_at_max_parallelism_128, rescale_at_max_parallelism_32768,
+    restore_rejects_truncated_snapshot, restore_rejects_undecodable_values,
+    restore_rejects_unknown_table, restore_rejects_unreadable_section,
+    restore_rejects_unsorted_keys, restore_rejects_wrong_operator, restore_rejects_wrong_version,
 };
 pub use ttl::{
     ttl_expired_rows_leave_snapshots_and_sweeps, ttl_never_return_expired,
@@ -90,7 +102,9 @@ pub(crate) fn bundle_keys(keys: &[Key]) -> Vec<(KeyGroup, &[u8])> {
 
 /// Reads `keys` in one bundle naming them all.
 pub(crate) fn read_all<T: KeyedTable>(table: &mut T, keys: &[Key]) -> Vec<Option<ValueOf<T>>> {
-    table.begin_bundle(&bundle_keys(keys)).expect("begin_bundle");
+    table
+        .begin_bundle(&bundle_keys(keys))
+        .expect("begin_bundle");
     let values = keys
         .iter()
         .map(|(kg, k)| table.get(*kg, k).expect("get").cloned())
@@ -102,7 +116,9 @@ pub(crate) fn read_all<T: KeyedTable>(table: &mut T, keys: &[Key]) -> Vec<Option
 /// Writes (`Some`) or removes (`None`) in one bundle naming every key.
 pub(crate) fn write_all<T: KeyedTable>(table: &mut T, rows: &[(Key, Option<ValueOf<T>>)]) {
     let keys: Vec<Key> = rows.iter().map(|(k, _)| k.clone()).collect();
-    table.begin_bundle(&bundle_keys(&keys)).expect("begin_bundle");
+    table
+        .begin_bundle(&bundle_keys(&keys))
+        .expect("begin_bundle");
     for ((kg, k), value) in rows {
         match value {
             Some(v) => table.put(*kg, k, v.clone()).expect("put"),

@@ -28,7 +28,10 @@ enum PointOp {
 #[derive(Debug, Clone)]
 enum Op {
     /// A bundle naming `named` (other keys touched are hydrated alone).
-    Bundle { named: Vec<usize>, ops: Vec<PointOp> },
+    Bundle {
+        named: Vec<usize>,
+        ops: Vec<PointOp>,
+    },
     /// Moves the clock forward.
     Advance(i64),
     /// `sweep_expired(n)` on every subtask.
@@ -59,7 +62,10 @@ fn strategy() -> impl Strategy<Value = Case> {
     let ttl = prop_oneof![
         Just(None),
         (
-            prop_oneof![Just(TtlUpdateType::OnCreateAndWrite), Just(TtlUpdateType::OnReadAndWrite)],
+            prop_oneof![
+                Just(TtlUpdateType::OnCreateAndWrite),
+                Just(TtlUpdateType::OnReadAndWrite)
+            ],
             prop_oneof![
                 Just(TtlVisibility::NeverReturnExpired),
                 Just(TtlVisibility::ReturnExpiredIfNotCleanedUp)
@@ -116,7 +122,11 @@ impl<'f, F: StoreFactory> System<'f, F> {
                 let range = config.key_groups();
                 let mut store = self.factory.create(config);
                 let table = store.open_table("model", I64Codec, self.ttl).expect("open");
-                Subtask { store, table, range }
+                Subtask {
+                    store,
+                    table,
+                    range,
+                }
             })
             .collect()
     }
@@ -130,7 +140,7 @@ impl<'f, F: StoreFactory> System<'f, F> {
     }
 
     /// The model's answer to a get, applying Flink's TTL rules; `None` in the outer option
-    /// means "either absent or the expired value" (ReturnExpiredIfNotCleanedUp, where a
+    /// means "either absent or the expired value" (`ReturnExpiredIfNotCleanedUp`, where a
     /// backend may have cleaned up already).
     fn model_get(&mut self, k: usize) -> Option<Option<i64>> {
         let now = self.clock.now_millis();
@@ -155,7 +165,11 @@ impl<'f, F: StoreFactory> System<'f, F> {
     fn check_get(&mut self, k: usize, context: &str) {
         let owner = self.owner(k);
         let (kg, bytes) = self.keys[k].clone();
-        let got = self.subtasks[owner].table.get(kg, &bytes).expect("get").copied();
+        let got = self.subtasks[owner]
+            .table
+            .get(kg, &bytes)
+            .expect("get")
+            .copied();
         let expected_value = self.model.get(&k).map(|e| e.0);
         match self.model_get(k) {
             Some(expected) => assert_eq!(got, expected, "{context}: get key {k}"),
@@ -194,7 +208,10 @@ impl<'f, F: StoreFactory> System<'f, F> {
                         PointOp::Remove(k) => {
                             let owner = self.owner(k);
                             let (kg, bytes) = &self.keys[k];
-                            self.subtasks[owner].table.remove(*kg, bytes).expect("remove");
+                            self.subtasks[owner]
+                                .table
+                                .remove(*kg, bytes)
+                                .expect("remove");
                             self.model.remove(&k);
                         }
                     }

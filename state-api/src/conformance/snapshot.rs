@@ -8,14 +8,18 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::Schema;
 use keygroup::{KeyGroup, MaxParallelism, Parallelism};
-use sfcs_format::{Container, DecodeError, MemoryContainer, SectionWriter, Sections, read_envelope};
+use sfcs_format::{
+    Container, DecodeError, MemoryContainer, SectionWriter, Sections, read_envelope,
+};
 
 use super::{
     Key, StoreFactory, full_config, key, max_parallelism, read_all, snapshot_of, write_all,
 };
 use crate::codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 use crate::error::{CorruptionKind, Error};
-use crate::snapshot::{CanonicalTable, canonical_schema, encode_canonical_batch, restore_canonical_snapshot};
+use crate::snapshot::{
+    CanonicalTable, canonical_schema, encode_canonical_batch, restore_canonical_snapshot,
+};
 use crate::table::{KeyedStateStore, StoreConfig};
 use crate::ttl::{ManualClock, TtlConfig};
 
@@ -23,11 +27,15 @@ type Row = (i64, f64, Option<String>);
 
 fn row(i: usize) -> Row {
     let i = i as i64;
-    (i * 3, i as f64 / 4.0, (i % 3 != 0).then(|| format!("label-{i}")))
+    (
+        i * 3,
+        i as f64 / 4.0,
+        (i % 3 != 0).then(|| format!("label-{i}")),
+    )
 }
 
-fn side_ttl() -> Option<TtlConfig> {
-    Some(TtlConfig::new(Duration::from_secs(3_600)))
+fn side_ttl() -> TtlConfig {
+    TtlConfig::new(Duration::from_secs(3_600))
 }
 
 /// A store with a `main` (i64, no TTL) and a `side` (row, TTL) table over the full range of
@@ -44,17 +52,33 @@ impl<S: KeyedStateStore> Filled<S> {
         let mp = max_parallelism(128);
         let mut store = f.create(full_config(mp, clock));
         let mut main = store.open_table("main", I64Codec, None).expect("open main");
-        let mut side = store.open_table("side", I64F64StrCodec, side_ttl()).expect("open side");
+        let mut side = store
+            .open_table("side", I64F64StrCodec, Some(side_ttl()))
+            .expect("open side");
         let keys: Vec<Key> = (0..n).map(|i| key(i, mp)).collect();
         write_all(
             &mut main,
-            &keys.iter().enumerate().map(|(i, k)| (k.clone(), Some(i as i64 + off))).collect::<Vec<_>>(),
+            &keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (k.clone(), Some(i as i64 + off)))
+                .collect::<Vec<_>>(),
         );
         write_all(
             &mut side,
-            &keys.iter().enumerate().step_by(2).map(|(i, k)| (k.clone(), Some(row(i)))).collect::<Vec<_>>(),
+            &keys
+                .iter()
+                .enumerate()
+                .step_by(2)
+                .map(|(i, k)| (k.clone(), Some(row(i))))
+                .collect::<Vec<_>>(),
         );
-        Self { store, main, side, keys }
+        Self {
+            store,
+            main,
+            side,
+            keys,
+        }
     }
 
     fn snapshot(&self, operator_id: &str) -> MemoryContainer {
@@ -69,11 +93,14 @@ impl<S: KeyedStateStore> Filled<S> {
             &mut [&mut self.main as &mut dyn CanonicalTable, &mut self.side],
             &pool,
         )
-            .map(|_| ())
+        .map(|_| ())
     }
 
     fn state(&mut self) -> (Vec<Option<i64>>, Vec<Option<Row>>) {
-        (read_all(&mut self.main, &self.keys), read_all(&mut self.side, &self.keys))
+        (
+            read_all(&mut self.main, &self.keys),
+            read_all(&mut self.side, &self.keys),
+        )
     }
 }
 
@@ -90,10 +117,22 @@ pub fn canonical_snapshot_round_trip<F: StoreFactory>(f: &F) {
     let mut target = Filled::new(f, &clock, 300, 1_000);
     target.restore("op-1", &[&container]).expect("restore");
     target.keys.truncate(200);
-    assert_eq!(target.state(), expected, "restored state equals the snapshot");
+    assert_eq!(
+        target.state(),
+        expected,
+        "restored state equals the snapshot"
+    );
     let extra: Vec<Key> = (200..300).map(|i| key(i, max_parallelism(128))).collect();
-    assert_eq!(read_all(&mut target.main, &extra), vec![None; 100], "old rows are replaced");
-    assert_eq!(target.snapshot("op-1"), container, "snapshot of the restore is byte-identical");
+    assert_eq!(
+        read_all(&mut target.main, &extra),
+        vec![None; 100],
+        "old rows are replaced"
+    );
+    assert_eq!(
+        target.snapshot("op-1"),
+        container,
+        "snapshot of the restore is byte-identical"
+    );
 }
 
 /// The same logical state reached through different operation orders gives byte-identical
@@ -104,21 +143,50 @@ pub fn canonical_snapshot_is_byte_identical<F: StoreFactory>(f: &F) {
 
     let mp = max_parallelism(128);
     let mut store = f.create(full_config(mp, &clock));
-    let mut side = store.open_table("side", I64F64StrCodec, side_ttl()).expect("open");
+    let mut side = store
+        .open_table("side", I64F64StrCodec, Some(side_ttl()))
+        .expect("open");
     let mut main = store.open_table("main", I64Codec, None).expect("open");
     let keys: Vec<Key> = (0..150).map(|i| key(i, mp)).collect();
     // Reverse order, junk values first, then the real ones, extra keys removed, several bundles.
     for chunk in keys.iter().enumerate().rev().collect::<Vec<_>>().chunks(17) {
-        write_all(&mut main, &chunk.iter().map(|(i, k)| ((*k).clone(), Some(-(*i as i64)))).collect::<Vec<_>>());
-        write_all(&mut side, &chunk.iter().map(|(i, k)| ((*k).clone(), Some(row(*i + 1)))).collect::<Vec<_>>());
+        write_all(
+            &mut main,
+            &chunk
+                .iter()
+                .map(|(i, k)| ((*k).clone(), Some(-(*i as i64))))
+                .collect::<Vec<_>>(),
+        );
+        write_all(
+            &mut side,
+            &chunk
+                .iter()
+                .map(|(i, k)| ((*k).clone(), Some(row(*i + 1))))
+                .collect::<Vec<_>>(),
+        );
     }
-    write_all(&mut main, &keys.iter().enumerate().map(|(i, k)| (k.clone(), (i < 120).then_some(i as i64))).collect::<Vec<_>>());
+    write_all(
+        &mut main,
+        &keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), (i < 120).then_some(i as i64)))
+            .collect::<Vec<_>>(),
+    );
     write_all(
         &mut side,
-        &keys.iter().enumerate().map(|(i, k)| (k.clone(), (i < 120 && i % 2 == 0).then(|| row(i)))).collect::<Vec<_>>(),
+        &keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), (i < 120 && i % 2 == 0).then(|| row(i))))
+            .collect::<Vec<_>>(),
     );
     let b = snapshot_of(&store, "op", &[&side, &main]);
-    assert_eq!(a.snapshot("op"), b, "canonical bytes depend only on the logical state");
+    assert_eq!(
+        a.snapshot("op"),
+        b,
+        "canonical bytes depend only on the logical state"
+    );
 }
 
 /// Several tables of one operator share one envelope per key group, one section per table
@@ -190,18 +258,26 @@ fn rescale<F: StoreFactory>(f: &F, mp: MaxParallelism, n: usize) {
             let mut store = f.create(config);
             let mut t = store.open_table("main", I64Codec, None).expect("open");
             let pool = Arc::clone(store.config().memory_pool());
-            let summary = restore_canonical_snapshot("op", &sources, &mut [&mut t], &pool)
-                .expect("restore");
+            let summary =
+                restore_canonical_snapshot("op", &sources, &mut [&mut t], &pool).expect("restore");
             let owned: Vec<(usize, Key)> = keys
                 .iter()
                 .cloned()
                 .enumerate()
                 .filter(|(_, k)| range.contains(k.0))
                 .collect();
-            assert_eq!(summary.rows, owned.len(), "subtask {index} of {new_p} restores its keys only");
+            assert_eq!(
+                summary.rows,
+                owned.len(),
+                "subtask {index} of {new_p} restores its keys only"
+            );
             let owned_keys: Vec<Key> = owned.iter().map(|(_, k)| k.clone()).collect();
             let expected: Vec<Option<i64>> = owned.iter().map(|(i, _)| Some(value(*i))).collect();
-            assert_eq!(read_all(&mut t, &owned_keys), expected, "subtask {index} of {new_p}");
+            assert_eq!(
+                read_all(&mut t, &owned_keys),
+                expected,
+                "subtask {index} of {new_p}"
+            );
             // Its own snapshot holds exactly its key groups.
             let own = snapshot_of(&store, "op", &[&t]);
             assert!(
@@ -235,24 +311,38 @@ fn assert_restore_fails<F: StoreFactory>(
     f: &F,
     operator_id: &str,
     corrupt: impl FnOnce(&mut MemoryContainer, u32),
-    second_source: Option<MemoryContainer>,
+    second_source: Option<&MemoryContainer>,
     check: impl Fn(&Error) -> bool,
 ) {
     let clock = ManualClock::new(77);
     let mut source = Filled::new(f, &clock, 80, 500).snapshot("op");
-    let last = *source.key_groups().expect("key groups").last().expect("non-empty");
+    let last = *source
+        .key_groups()
+        .expect("key groups")
+        .last()
+        .expect("non-empty");
     corrupt(&mut source, last);
     let mut target = Filled::new(f, &clock, 50, 0);
     let before_bytes = target.snapshot("op");
     let before_state = target.state();
     let mut sources: Vec<&dyn Container> = vec![&source];
-    if let Some(second) = &second_source {
+    if let Some(second) = second_source {
         sources.push(second);
     }
-    let err = target.restore(operator_id, &sources).expect_err("restore must fail");
+    let err = target
+        .restore(operator_id, &sources)
+        .expect_err("restore must fail");
     assert!(check(&err), "unexpected error: {err:?}");
-    assert_eq!(target.state(), before_state, "target state unchanged after {err}");
-    assert_eq!(target.snapshot("op"), before_bytes, "target snapshot unchanged after {err}");
+    assert_eq!(
+        target.state(),
+        before_state,
+        "target state unchanged after {err}"
+    );
+    assert_eq!(
+        target.snapshot("op"),
+        before_bytes,
+        "target snapshot unchanged after {err}"
+    );
 }
 
 fn decode_error(err: &Error) -> Option<&DecodeError> {
@@ -279,7 +369,10 @@ fn put_sections(container: &mut MemoryContainer, kg: u32, sections: &[(&str, Vec
 
 fn i64_batch(rows: &[(&[u8], i64, &i64)]) -> (RecordBatch, Arc<Schema>) {
     let schema = canonical_schema(&I64Codec.fields());
-    (encode_canonical_batch(&schema, &I64Codec, rows).expect("batch"), schema)
+    (
+        encode_canonical_batch(&schema, &I64Codec, rows).expect("batch"),
+        schema,
+    )
 }
 
 /// A flipped payload byte fails the CRC32C check; nothing is applied.
@@ -288,7 +381,11 @@ pub fn restore_rejects_corrupt_chunk<F: StoreFactory>(f: &F) {
         f,
         "op",
         |c, kg| {
-            let mut chunk = c.get_chunk(kg, 0).expect("get").expect("chunk").into_owned();
+            let mut chunk = c
+                .get_chunk(kg, 0)
+                .expect("get")
+                .expect("chunk")
+                .into_owned();
             let mid = chunk.len() / 2;
             chunk[mid] ^= 0x40;
             c.set_chunk_raw(kg, 0, Some(chunk));
@@ -304,7 +401,11 @@ pub fn restore_rejects_truncated_snapshot<F: StoreFactory>(f: &F) {
         f,
         "op",
         |c, kg| {
-            let mut chunk = c.get_chunk(kg, 0).expect("get").expect("chunk").into_owned();
+            let mut chunk = c
+                .get_chunk(kg, 0)
+                .expect("get")
+                .expect("chunk")
+                .into_owned();
             chunk.pop();
             c.set_chunk_raw(kg, 0, Some(chunk));
         },
@@ -352,7 +453,12 @@ pub fn restore_rejects_wrong_version<F: StoreFactory>(f: &F) {
             c.set_header_raw(kg, header);
         },
         None,
-        |e| matches!(decode_error(e), Some(DecodeError::UnsupportedVersion { found: 99, .. })),
+        |e| {
+            matches!(
+                decode_error(e),
+                Some(DecodeError::UnsupportedVersion { found: 99, .. })
+            )
+        },
     );
     assert_restore_fails(
         f,
@@ -360,12 +466,21 @@ pub fn restore_rejects_wrong_version<F: StoreFactory>(f: &F) {
         |c, kg| {
             let (batch, schema) = i64_batch(&[(b"k", 0, &1)]);
             let unversioned = Schema::new(schema.fields().clone());
-            let batch = RecordBatch::try_new(Arc::new(unversioned.clone()), batch.columns().to_vec())
-                .expect("batch");
+            let batch =
+                RecordBatch::try_new(Arc::new(unversioned.clone()), batch.columns().to_vec())
+                    .expect("batch");
             put_sections(c, kg, &[("main", ipc_bytes(&batch, &unversioned))]);
         },
         None,
-        |e| matches!(e, Error::Corruption { kind: CorruptionKind::UnsupportedTableVersion, .. }),
+        |e| {
+            matches!(
+                e,
+                Error::Corruption {
+                    kind: CorruptionKind::UnsupportedTableVersion,
+                    ..
+                }
+            )
+        },
     );
 }
 
@@ -387,17 +502,29 @@ pub fn restore_rejects_schema_mismatch<F: StoreFactory>(f: &F) {
         "op",
         |c, kg| {
             let schema = canonical_schema(&F64Codec.fields());
-            let batch = encode_canonical_batch(&schema, &F64Codec, &[(b"k", 0, &1.0)]).expect("batch");
+            let batch =
+                encode_canonical_batch(&schema, &F64Codec, &[(b"k", 0, &1.0)]).expect("batch");
             put_sections(c, kg, &[("main", ipc_bytes(&batch, &schema))]);
         },
         None,
-        |e| matches!(e, Error::Corruption { kind: CorruptionKind::SchemaMismatch, .. }),
+        |e| {
+            matches!(
+                e,
+                Error::Corruption {
+                    kind: CorruptionKind::SchemaMismatch,
+                    ..
+                }
+            )
+        },
     );
 }
 
 /// Unsorted or duplicated keys are refused; nothing is applied.
 pub fn restore_rejects_unsorted_keys<F: StoreFactory>(f: &F) {
-    for rows in [[(&b"b"[..], 0, &1), (b"a", 0, &2)], [(b"a", 0, &1), (b"a", 0, &2)]] {
+    for rows in [
+        [(&b"b"[..], 0, &1), (b"a", 0, &2)],
+        [(b"a", 0, &1), (b"a", 0, &2)],
+    ] {
         assert_restore_fails(
             f,
             "op",
@@ -406,7 +533,15 @@ pub fn restore_rejects_unsorted_keys<F: StoreFactory>(f: &F) {
                 put_sections(c, kg, &[("main", ipc_bytes(&batch, &schema))]);
             },
             None,
-            |e| matches!(e, Error::Corruption { kind: CorruptionKind::KeysNotSorted, .. }),
+            |e| {
+                matches!(
+                    e,
+                    Error::Corruption {
+                        kind: CorruptionKind::KeysNotSorted,
+                        ..
+                    }
+                )
+            },
         );
     }
 }
@@ -421,7 +556,15 @@ pub fn restore_rejects_unknown_table<F: StoreFactory>(f: &F) {
             put_sections(c, kg, &[("nope", ipc_bytes(&batch, &schema))]);
         },
         None,
-        |e| matches!(e, Error::Corruption { kind: CorruptionKind::UnknownTable, .. }),
+        |e| {
+            matches!(
+                e,
+                Error::Corruption {
+                    kind: CorruptionKind::UnknownTable,
+                    ..
+                }
+            )
+        },
     );
 }
 
@@ -433,7 +576,7 @@ pub fn restore_rejects_duplicate_key_group<F: StoreFactory>(f: &F) {
         f,
         "op",
         |_, _| {},
-        Some(other),
+        Some(&other),
         |e| matches!(e, Error::DuplicateKeyGroup { .. }),
     );
 }
@@ -484,14 +627,33 @@ pub fn restore_rejects_undecodable_values<F: StoreFactory>(f: &F) {
     let mut source_store = f.create(full_config(mp, &clock));
     let mut a = source_store.open_table("a", I64Codec, None).expect("open");
     let mut b = source_store.open_table("b", I64Codec, None).expect("open");
-    write_all(&mut a, &keys.iter().map(|k| (k.clone(), Some(1))).collect::<Vec<_>>());
-    write_all(&mut b, &keys.iter().enumerate().map(|(i, k)| (k.clone(), Some(10 - i as i64))).collect::<Vec<_>>());
+    write_all(
+        &mut a,
+        &keys
+            .iter()
+            .map(|k| (k.clone(), Some(1)))
+            .collect::<Vec<_>>(),
+    );
+    write_all(
+        &mut b,
+        &keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), Some(10 - i as i64)))
+            .collect::<Vec<_>>(),
+    );
     let source = snapshot_of(&source_store, "op", &[&a, &b]);
 
     let mut store = f.create(full_config(mp, &clock));
     let mut ta = store.open_table("a", I64Codec, None).expect("open");
     let mut tb = store.open_table("b", NonNegativeCodec, None).expect("open");
-    write_all(&mut ta, &keys.iter().map(|k| (k.clone(), Some(-5))).collect::<Vec<_>>());
+    write_all(
+        &mut ta,
+        &keys
+            .iter()
+            .map(|k| (k.clone(), Some(-5)))
+            .collect::<Vec<_>>(),
+    );
     let before = snapshot_of(&store, "op", &[&ta, &tb]);
     let pool = Arc::clone(store.config().memory_pool());
     let err = restore_canonical_snapshot(
@@ -501,7 +663,20 @@ pub fn restore_rejects_undecodable_values<F: StoreFactory>(f: &F) {
         &pool,
     )
     .expect_err("b holds negative values");
-    assert!(matches!(err, Error::Codec { reason: "negative value", .. }), "{err}");
-    assert_eq!(read_all(&mut ta, &keys), vec![Some(-5); keys.len()], "a unchanged");
+    assert!(
+        matches!(
+            err,
+            Error::Codec {
+                reason: "negative value",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        read_all(&mut ta, &keys),
+        vec![Some(-5); keys.len()],
+        "a unchanged"
+    );
     assert_eq!(snapshot_of(&store, "op", &[&ta, &tb]), before);
 }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use super::{StoreFactory, bundle_keys, full_config, key, max_parallelism, read_all, snapshot_of, write_all};
+use super::{
+    StoreFactory, bundle_keys, full_config, key, max_parallelism, read_all, snapshot_of, write_all,
+};
 use crate::codec::I64Codec;
 use crate::snapshot::{CanonicalTable, restore_canonical_snapshot};
 use crate::table::{KeyedStateStore, KeyedTable};
@@ -20,19 +22,36 @@ pub fn ttl_never_return_expired<F: StoreFactory>(f: &F) {
     let mp = max_parallelism(128);
     let clock = ManualClock::new(1_000);
     let mut store = f.create(full_config(mp, &clock));
-    let cfg = ttl(TtlUpdateType::OnCreateAndWrite, TtlVisibility::NeverReturnExpired);
+    let cfg = ttl(
+        TtlUpdateType::OnCreateAndWrite,
+        TtlVisibility::NeverReturnExpired,
+    );
     let mut t = store.open_table("ttl", I64Codec, Some(cfg)).expect("open");
     let (a, b) = (key(1, mp), key(2, mp));
     write_all(&mut t, &[(a.clone(), Some(1)), (b.clone(), Some(2))]);
     clock.set(1_050);
     let before = t.stats().written_keys;
-    assert_eq!(read_all(&mut t, &[a.clone(), b.clone()]), [Some(1), Some(2)]);
-    assert_eq!(t.stats().written_keys, before, "OnCreateAndWrite reads write nothing");
+    assert_eq!(
+        read_all(&mut t, &[a.clone(), b.clone()]),
+        [Some(1), Some(2)]
+    );
+    assert_eq!(
+        t.stats().written_keys,
+        before,
+        "OnCreateAndWrite reads write nothing"
+    );
     write_all(&mut t, &[(b.clone(), Some(3))]); // refresh b at 1050
     clock.set(1_099);
-    assert_eq!(read_all(&mut t, &[a.clone(), b.clone()]), [Some(1), Some(3)]);
+    assert_eq!(
+        read_all(&mut t, &[a.clone(), b.clone()]),
+        [Some(1), Some(3)]
+    );
     clock.set(1_100);
-    assert_eq!(read_all(&mut t, &[a.clone(), b.clone()]), [None, Some(3)], "1000 + 100 <= 1100");
+    assert_eq!(
+        read_all(&mut t, &[a.clone(), b.clone()]),
+        [None, Some(3)],
+        "1000 + 100 <= 1100"
+    );
     clock.set(1_150);
     assert_eq!(read_all(&mut t, &[a.clone(), b.clone()]), [None, None]);
     // Re-creating an expired key starts a fresh lifetime.
@@ -46,19 +65,30 @@ pub fn ttl_on_read_and_write_refreshes_on_read<F: StoreFactory>(f: &F) {
     let mp = max_parallelism(128);
     let clock = ManualClock::new(1_000);
     let mut store = f.create(full_config(mp, &clock));
-    let cfg = ttl(TtlUpdateType::OnReadAndWrite, TtlVisibility::NeverReturnExpired);
+    let cfg = ttl(
+        TtlUpdateType::OnReadAndWrite,
+        TtlVisibility::NeverReturnExpired,
+    );
     let mut t = store.open_table("ttl", I64Codec, Some(cfg)).expect("open");
     let (a, b) = (key(1, mp), key(2, mp));
     write_all(&mut t, &[(a.clone(), Some(1)), (b.clone(), Some(2))]);
     clock.set(1_090);
     let before = t.stats().written_keys;
     assert_eq!(read_all(&mut t, std::slice::from_ref(&a)), [Some(1)]);
-    assert_eq!(t.stats().written_keys - before, 1, "the refresh is one write");
+    assert_eq!(
+        t.stats().written_keys - before,
+        1,
+        "the refresh is one write"
+    );
     clock.set(1_150);
     // a was refreshed at 1090 (alive until 1189); b was not (expired at 1100).
     assert_eq!(read_all(&mut t, &[a.clone(), b.clone()]), [Some(1), None]);
     clock.set(1_249);
-    assert_eq!(read_all(&mut t, std::slice::from_ref(&a)), [Some(1)], "refreshed at 1150");
+    assert_eq!(
+        read_all(&mut t, std::slice::from_ref(&a)),
+        [Some(1)],
+        "refreshed at 1150"
+    );
     clock.set(1_349);
     assert_eq!(read_all(&mut t, &[a]), [None]);
 }
@@ -69,7 +99,10 @@ pub fn ttl_return_expired_if_not_cleaned_up<F: StoreFactory>(f: &F) {
     let mp = max_parallelism(128);
     let clock = ManualClock::new(1_000);
     let mut store = f.create(full_config(mp, &clock));
-    for update in [TtlUpdateType::OnCreateAndWrite, TtlUpdateType::OnReadAndWrite] {
+    for update in [
+        TtlUpdateType::OnCreateAndWrite,
+        TtlUpdateType::OnReadAndWrite,
+    ] {
         let name = format!("ttl-{update:?}");
         let cfg = ttl(update, TtlVisibility::ReturnExpiredIfNotCleanedUp);
         let mut t = store.open_table(&name, I64Codec, Some(cfg)).expect("open");
@@ -77,8 +110,13 @@ pub fn ttl_return_expired_if_not_cleaned_up<F: StoreFactory>(f: &F) {
         let a = key(1, mp);
         write_all(&mut t, &[(a.clone(), Some(7))]);
         clock.set(1_100);
-        t.begin_bundle(&bundle_keys(std::slice::from_ref(&a))).expect("begin");
-        assert_eq!(t.get(a.0, &a.1).expect("get"), Some(&7), "expired but not cleaned up");
+        t.begin_bundle(&bundle_keys(std::slice::from_ref(&a)))
+            .expect("begin");
+        assert_eq!(
+            t.get(a.0, &a.1).expect("get"),
+            Some(&7),
+            "expired but not cleaned up"
+        );
         assert_eq!(t.get(a.0, &a.1).expect("get"), None, "the read cleared it");
         t.commit_bundle().expect("commit");
         assert_eq!(read_all(&mut t, &[a]), [None]);
@@ -97,7 +135,11 @@ pub fn ttl_overflow_never_expires<F: StoreFactory>(f: &F) {
     clock.set(i64::MAX - 1);
     assert_eq!(read_all(&mut t, std::slice::from_ref(&a)), [Some(1)]);
     clock.set(i64::MAX);
-    assert_eq!(read_all(&mut t, &[a]), [None], "expiration saturates at i64::MAX <= now");
+    assert_eq!(
+        read_all(&mut t, &[a]),
+        [None],
+        "expiration saturates at i64::MAX <= now"
+    );
 }
 
 /// Expired rows are left out of canonical snapshots; timestamps survive a restore (expiry
@@ -106,19 +148,33 @@ pub fn ttl_overflow_never_expires<F: StoreFactory>(f: &F) {
 pub fn ttl_expired_rows_leave_snapshots_and_sweeps<F: StoreFactory>(f: &F) {
     let mp = max_parallelism(128);
     let clock = ManualClock::new(1_000);
-    let cfg = ttl(TtlUpdateType::OnCreateAndWrite, TtlVisibility::ReturnExpiredIfNotCleanedUp);
+    let cfg = ttl(
+        TtlUpdateType::OnCreateAndWrite,
+        TtlVisibility::ReturnExpiredIfNotCleanedUp,
+    );
     let mut store = f.create(full_config(mp, &clock));
     let mut t = store.open_table("ttl", I64Codec, Some(cfg)).expect("open");
     let old: Vec<_> = (0..40).map(|i| key(i, mp)).collect();
     let young: Vec<_> = (40..50).map(|i| key(i, mp)).collect();
-    write_all(&mut t, &old.iter().map(|k| (k.clone(), Some(1))).collect::<Vec<_>>());
+    write_all(
+        &mut t,
+        &old.iter().map(|k| (k.clone(), Some(1))).collect::<Vec<_>>(),
+    );
     clock.set(1_060);
-    write_all(&mut t, &young.iter().map(|k| (k.clone(), Some(2))).collect::<Vec<_>>());
+    write_all(
+        &mut t,
+        &young
+            .iter()
+            .map(|k| (k.clone(), Some(2)))
+            .collect::<Vec<_>>(),
+    );
     clock.set(1_120); // old expired (1100), young alive until 1159
 
     let container = snapshot_of(&store, "op", &[&t as &dyn CanonicalTable]);
     let mut restored_store = f.create(full_config(mp, &clock));
-    let mut r = restored_store.open_table("ttl", I64Codec, Some(cfg)).expect("open");
+    let mut r = restored_store
+        .open_table("ttl", I64Codec, Some(cfg))
+        .expect("open");
     let summary = restore_canonical_snapshot(
         "op",
         &[&container],
@@ -126,7 +182,11 @@ pub fn ttl_expired_rows_leave_snapshots_and_sweeps<F: StoreFactory>(f: &F) {
         restored_store.config().memory_pool(),
     )
     .expect("restore");
-    assert_eq!(summary.rows, young.len(), "expired rows are not in the snapshot");
+    assert_eq!(
+        summary.rows,
+        young.len(),
+        "expired rows are not in the snapshot"
+    );
     assert_eq!(read_all(&mut r, &old), vec![None; old.len()]);
     assert_eq!(read_all(&mut r, &young), vec![Some(2); young.len()]);
     clock.set(1_160);
@@ -134,8 +194,15 @@ pub fn ttl_expired_rows_leave_snapshots_and_sweeps<F: StoreFactory>(f: &F) {
     // ReturnExpiredIfNotCleanedUp) and clears it; had the restore reset the timestamps,
     // the entries would still be alive on the second read.
     let first = read_all(&mut r, &young);
-    assert!(first.iter().all(|v| v.is_none() || *v == Some(2)), "{first:?}");
-    assert_eq!(read_all(&mut r, &young), vec![None; young.len()], "timestamps survived");
+    assert!(
+        first.iter().all(|v| v.is_none() || *v == Some(2)),
+        "{first:?}"
+    );
+    assert_eq!(
+        read_all(&mut r, &young),
+        vec![None; young.len()],
+        "timestamps survived"
+    );
 
     // Sweeps on the original table: bounded, and live entries stay.
     clock.set(1_120);
