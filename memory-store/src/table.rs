@@ -645,6 +645,96 @@ mod tests {
     }
 
     #[test]
+    fn sweep_removes_expired_entries_and_releases_memory() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let clock = ManualClock::new(1_000);
+        let mp = MaxParallelism::new(8).unwrap();
+        let config = StoreConfig::try_new(mp, mp.key_groups())
+            .unwrap()
+            .with_memory_pool(Arc::clone(&pool))
+            .with_clock(Arc::new(clock.clone()));
+        let ttl = TtlConfig::new(std::time::Duration::from_millis(10));
+        let mut t = MemoryKeyedTable::new("t", I64Codec, Some(ttl), &config);
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..40_u8 {
+            t.put(kg(i32::from(i % 8)), &[i], 1).unwrap();
+        }
+        t.commit_bundle().unwrap();
+        clock.set(1_005);
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..8_u8 {
+            t.put(kg(i32::from(i % 8)), &[i], 2).unwrap(); // refreshed: alive until 1015
+        }
+        t.commit_bundle().unwrap();
+        let full = pool.used();
+        clock.set(1_010);
+        let mut total = 0;
+        loop {
+            let n = t.sweep_expired(3).unwrap();
+            assert!(n <= 3);
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        assert_eq!(total, 32);
+        assert_eq!(t.len(), 8);
+        assert!(pool.used() < full);
+        clock.set(1_015);
+        assert_eq!(t.sweep_expired(100).unwrap(), 8);
+        assert_eq!(pool.used(), 0);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn native_snapshot_round_trip_and_refusals() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..20_u8 {
+            t.put(kg(i32::from(i % 8)), &[i], i64::from(i)).unwrap();
+        }
+        t.remove(kg(0), &[0]).unwrap();
+        assert!(matches!(
+            t.native_snapshot(),
+            Err(Error::BundleState { .. })
+        ));
+        t.commit_bundle().unwrap();
+        let snapshot = t.native_snapshot().unwrap();
+        assert_eq!(snapshot.len(), 19);
+
+        t.begin_bundle(&[]).unwrap();
+        t.put(kg(1), b"new", 99).unwrap();
+        t.remove(kg(1), &[1]).unwrap();
+        t.commit_bundle().unwrap();
+        t.restore_native(&snapshot).unwrap();
+        t.begin_bundle(&[]).unwrap();
+        assert_eq!(t.get(kg(1), b"new").unwrap(), None);
+        assert_eq!(t.get(kg(1), &[1]).unwrap(), Some(&1));
+        assert_eq!(t.get(kg(0), &[0]).unwrap(), None);
+        t.commit_bundle().unwrap();
+
+        // A snapshot of another range is refused; a restore the pool cannot hold changes nothing.
+        let mp = MaxParallelism::new(8).unwrap();
+        let other = StoreConfig::try_new(mp, KeyGroupRange::new(0, 3).unwrap()).unwrap();
+        let mut small = MemoryKeyedTable::new("t", I64Codec, None, &other);
+        assert!(matches!(
+            small.restore_native(&snapshot),
+            Err(Error::Unsupported { .. })
+        ));
+        let tight: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(pool.used() + 64));
+        let mut u = table(Arc::clone(&tight));
+        u.begin_bundle(&[]).unwrap();
+        u.put(kg(2), b"keep", 5).unwrap();
+        u.commit_bundle().unwrap();
+        let err = u.restore_native(&snapshot).unwrap_err();
+        assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
+        u.begin_bundle(&[]).unwrap();
+        assert_eq!(u.get(kg(2), b"keep").unwrap(), Some(&5));
+        u.commit_bundle().unwrap();
+    }
+
+    #[test]
     fn failed_growth_on_overwrite_keeps_old_value() {
         let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
         let mp = MaxParallelism::new(8).unwrap();
