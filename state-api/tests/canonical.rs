@@ -14,12 +14,15 @@ use state_api::{
     encode_canonical_batch, restore_canonical_snapshot, write_canonical_snapshot,
 };
 
-/// A reference table: sorted maps per key group, no bundles, no TTL.
+/// (key group, key) -> (last access, value).
+type Rows = BTreeMap<(i32, Vec<u8>), (i64, i64)>;
+
+/// A reference table: one sorted map, no bundles, no TTL.
 struct RefTable {
     name: String,
     range: KeyGroupRange,
-    rows: BTreeMap<(i32, Vec<u8>), (i64, i64)>,
-    staged: Option<BTreeMap<(i32, Vec<u8>), (i64, i64)>>,
+    rows: Rows,
+    staged: Option<Rows>,
 }
 
 impl RefTable {
@@ -105,7 +108,11 @@ fn sample() -> RefTable {
 const GOLDEN_KEY_GROUP_5: &str = include_str!("golden/main_kg5.hex");
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 #[test]
