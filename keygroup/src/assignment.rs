@@ -28,7 +28,13 @@ fn check_parallelism_preconditions(value: i32) -> Result<i32> {
 /// Invariant: `1 <= value <= 32768` ([`UPPER_BOUND_MAX_PARALLELISM`]), checked once by
 /// [`MaxParallelism::new`] exactly as `KeyGroupRangeAssignment.checkParallelismPreconditions`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct MaxParallelism(i32);
+pub struct MaxParallelism {
+    value: i32,
+    /// `u64::MAX / value + 1` (wrapping): the multiplier of Lemire's "faster remainder by
+    /// direct computation", so the per-key `% max_parallelism` needs no division instruction.
+    /// A function of `value`, so the derived comparisons stay those of `value`.
+    remainder_magic: u64,
+}
 
 impl MaxParallelism {
     /// Validates a max parallelism.
@@ -37,12 +43,33 @@ impl MaxParallelism {
     /// [`Error::ParallelismOutOfBounds`] (Flink's message `Operator parallelism not within
     /// bounds: <value>`) unless `1 <= value <= 32768`.
     pub fn new(value: i32) -> Result<Self> {
-        check_parallelism_preconditions(value).map(Self)
+        check_parallelism_preconditions(value).map(Self::from_valid)
+    }
+
+    /// A max parallelism already known to be in `1..=32768`.
+    fn from_valid(value: i32) -> Self {
+        let divisor = u64::from(value.cast_unsigned());
+        Self {
+            value,
+            remainder_magic: (u64::MAX / divisor).wrapping_add(1),
+        }
     }
 
     /// The number of key groups.
+    #[inline]
     pub fn get(self) -> i32 {
-        self.0
+        self.value
+    }
+
+    /// `hash % max_parallelism` for a non-negative `hash`, exactly as Java's `%`, without a
+    /// division instruction (Lemire, Kaser, Kurz: "Faster remainder by direct computation",
+    /// 2019; exact for every 32-bit dividend and divisor).
+    #[inline]
+    fn remainder_of(self, hash: u32) -> i32 {
+        let low = self.remainder_magic.wrapping_mul(u64::from(hash));
+        let divisor = u128::from(self.value.cast_unsigned());
+        // The remainder is below the divisor (<= 32768), so it fits an i32.
+        i32::try_from((u128::from(low) * divisor) >> 64).unwrap_or_default()
     }
 
     /// Validates a key-group id against this max parallelism: `0 <= key_group < self`.
@@ -50,12 +77,12 @@ impl MaxParallelism {
     /// # Errors
     /// [`Error::KeyGroupOutOfRange`] otherwise.
     pub fn key_group(self, key_group: i32) -> Result<KeyGroup> {
-        if (0..self.0).contains(&key_group) {
+        if (0..self.value).contains(&key_group) {
             Ok(KeyGroup(key_group))
         } else {
             Err(Error::KeyGroupOutOfRange {
                 key_group,
-                max_parallelism: self.0,
+                max_parallelism: self.value,
             })
         }
     }
@@ -63,18 +90,18 @@ impl MaxParallelism {
     /// The key-group prefix width of RocksDB keys: 1 byte up to 128 key groups, else 2
     /// (`CompositeKeySerializationUtils.computeRequiredBytesInKeyGroupPrefix`).
     pub fn key_group_prefix_bytes(self) -> usize {
-        if self.0 > 128 { 2 } else { 1 }
+        if self.value > 128 { 2 } else { 1 }
     }
 
     /// All key groups `0..=max_parallelism - 1` as one range.
     pub fn key_groups(self) -> KeyGroupRange {
-        KeyGroupRange::of_valid(0, self.0 - 1)
+        KeyGroupRange::of_valid(0, self.value - 1)
     }
 }
 
 impl fmt::Display for MaxParallelism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.value.fmt(f)
     }
 }
 
@@ -96,6 +123,7 @@ impl Parallelism {
     }
 
     /// The number of subtasks.
+    #[inline]
     pub fn get(self) -> i32 {
         self.0
     }
@@ -151,6 +179,7 @@ impl KeyGroup {
     }
 
     /// The key-group id as Flink's `int`.
+    #[inline]
     pub fn get(self) -> i32 {
         self.0
     }
@@ -180,11 +209,12 @@ impl fmt::Display for KeyGroup {
 /// assert_eq!(kg.get(), 94);
 /// # Ok::<(), keygroup::Error>(())
 /// ```
+#[inline]
 #[must_use]
 pub fn compute_key_group_for_key_hash(key_hash: i32, max_parallelism: MaxParallelism) -> KeyGroup {
     // murmur_hash is never negative and max_parallelism is positive: the remainder is a valid
     // key group below max_parallelism.
-    KeyGroup(murmur_hash(key_hash) % max_parallelism.0)
+    KeyGroup(max_parallelism.remainder_of(murmur_hash(key_hash).cast_unsigned()))
 }
 
 /// `KeyGroupRangeAssignment.assignToKeyGroup(key, maxParallelism)`:
@@ -200,6 +230,7 @@ pub fn compute_key_group_for_key_hash(key_hash: i32, max_parallelism: MaxParalle
 /// assert_eq!(assign_to_key_group("a", mp).get(), 81);
 /// # Ok::<(), keygroup::Error>(())
 /// ```
+#[inline]
 #[must_use]
 pub fn assign_to_key_group<K: JavaHashCode + ?Sized>(
     key: &K,
@@ -238,7 +269,7 @@ pub fn compute_operator_index_for_key_group(
     parallelism: Parallelism,
     key_group: KeyGroup,
 ) -> i32 {
-    key_group.0.wrapping_mul(parallelism.0) / max_parallelism.0
+    key_group.0.wrapping_mul(parallelism.0) / max_parallelism.value
 }
 
 /// `KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism,
@@ -271,7 +302,7 @@ pub fn compute_key_group_range_for_operator_index(
     parallelism: Parallelism,
     operator_index: i32,
 ) -> Result<KeyGroupRange> {
-    let (mp, p) = (max_parallelism.0, parallelism.0);
+    let (mp, p) = (max_parallelism.value, parallelism.0);
     if mp < p {
         return Err(Error::MaxParallelismSmallerThanParallelism {
             max_parallelism: mp,
@@ -306,7 +337,7 @@ pub fn compute_default_max_parallelism(parallelism: Parallelism) -> MaxParalleli
     let p = parallelism.0.cast_unsigned();
     // p <= 32768, so p + p/2 <= 49152 and its power of two (<= 65536) fits easily.
     let rounded = (p + p / 2).next_power_of_two().cast_signed();
-    MaxParallelism(rounded.clamp(
+    MaxParallelism::from_valid(rounded.clamp(
         DEFAULT_LOWER_BOUND_MAX_PARALLELISM,
         UPPER_BOUND_MAX_PARALLELISM,
     ))
@@ -376,6 +407,32 @@ mod tests {
         ));
         assert!(p(4).check_operator_index(-1).is_err());
         assert_eq!(p(4).check_operator_index(3).unwrap(), 3);
+    }
+
+    #[test]
+    fn remainder_without_division_matches_java() {
+        let dividends = [
+            0,
+            1,
+            2,
+            127,
+            128,
+            129,
+            32_767,
+            32_768,
+            1 << 30,
+            i32::MAX.cast_unsigned(),
+        ];
+        for divisor in (1..=300).chain([4095, 4096, 4097, 32_767, 32_768]) {
+            let max = mp(divisor);
+            for hash in dividends
+                .into_iter()
+                .chain((0..2000).map(|i| i * 1_073_741 + 7))
+            {
+                let java = hash.cast_signed() % divisor;
+                assert_eq!(max.remainder_of(hash), java, "{hash} % {divisor}");
+            }
+        }
     }
 
     #[test]

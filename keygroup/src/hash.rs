@@ -40,6 +40,7 @@ fn fmix(mut h: u32) -> u32 {
 /// assert_eq!(keygroup::murmur_hash(0), 593_689_054);
 /// assert_eq!(keygroup::murmur_hash(-2_089_875_627), 0); // Integer.MIN_VALUE before abs
 /// ```
+#[inline]
 #[must_use]
 pub fn murmur_hash(code: i32) -> i32 {
     let h = fmix(mix_h1(0, mix_k1(code.cast_unsigned())) ^ 4).cast_signed();
@@ -69,6 +70,7 @@ pub fn murmur_hash(code: i32) -> i32 {
     clippy::cast_possible_truncation,
     reason = "Java mixes in the int length; only its low 32 bits matter"
 )]
+#[inline]
 pub fn murmur_hash_bytes(bytes: &[u8]) -> i32 {
     let words = bytes.chunks_exact(4);
     let tail = words.remainder();
