@@ -5,8 +5,8 @@
 # Called by scripts/run.sh, scripts/test.sh and .ci/run; run it by hand only to pre-install.
 set -euo pipefail
 
-# Debian packages the build needs. (typed-store's librocksdb-sys will add libclang-dev.)
-DEBIAN_PACKAGES=(pkg-config)
+# Debian packages the build needs: libclang for librocksdb-sys's bindgen (typed-store).
+DEBIAN_PACKAGES=(pkg-config libclang-dev)
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
