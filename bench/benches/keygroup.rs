@@ -42,7 +42,9 @@ fn murmur_keygroup(c: &mut Criterion) {
 
 /// A 12-byte ASCII string: too long for the inline slot, so it lands in the variable part.
 fn string12(rng: &mut StdRng) -> String {
-    (0..12).map(|_| char::from(rng.random_range(b'a'..=b'z'))).collect()
+    (0..12)
+        .map(|_| char::from(rng.random_range(b'a'..=b'z')))
+        .collect()
 }
 
 /// `binary_row/*`: write the key row with a reused writer, then `hashCode()` and the key
