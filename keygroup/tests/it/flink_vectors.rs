@@ -35,7 +35,22 @@ type KeySelectorRows = HashMap<String, Vec<u8>>;
 
 #[test]
 fn flink_vectors() {
-    let dir = vectors_dir();
+    check_dir(&vectors_dir());
+}
+
+/// The extended set the project's own oracle made from Flink 2.3.0's jars
+/// (`compat/flink-oracle`, `--extended`): invalid parallelisms, max parallelism 1 and 129,
+/// wide rows, every TIMESTAMP precision, surrogate pairs, NaN payloads.
+#[test]
+fn flink_vectors_oracle_extended_set() {
+    check_dir(&PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/flink-vectors-oracle"
+    )));
+}
+
+fn check_dir(dir: &Path) {
+    let dir = dir.to_path_buf();
     let mut failures = Vec::new();
     let mut key_rows = KeySelectorRows::new();
     check_file(&dir, "murmur.jsonl", &mut failures, check_murmur);

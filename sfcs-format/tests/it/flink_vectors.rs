@@ -70,7 +70,20 @@ fn check_line(line: &Value, at: &str) {
 
 #[test]
 fn crc32c_equals_java_on_flink_vectors() {
-    let path = vectors_dir().join("crc32c.jsonl");
+    check_dir(&vectors_dir());
+}
+
+/// The extended set the project's own oracle made on Java 17 (`compat/flink-oracle`).
+#[test]
+fn crc32c_equals_java_on_flink_vectors_oracle_extended_set() {
+    check_dir(&PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/flink-vectors-oracle"
+    )));
+}
+
+fn check_dir(dir: &std::path::Path) {
+    let path = dir.join("crc32c.jsonl");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let mut checked = 0;
