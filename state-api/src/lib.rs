@@ -74,9 +74,9 @@
 //! [`conformance_tests!`] instantiates them for a backend's
 //! [`StoreFactory`](conformance::StoreFactory):
 //!
-//! ```ignore
+//! ```text
 //! // memory-store/tests/conformance.rs
-//! state_api::conformance_tests!(MemoryFactory::default());
+//! state_api::conformance_tests!(MemoryFactory);
 //! ```
 //!
 //! # Features

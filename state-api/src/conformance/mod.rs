@@ -5,9 +5,9 @@
 //! **Not API-stable.** Cases are added and changed with the contracts. Each case panics with
 //! a message naming the broken expectation.
 //!
-//! ```ignore
+//! ```text
 //! // <backend>/tests/conformance.rs
-//! state_api::conformance_tests!(MyFactory::default());
+//! state_api::conformance_tests!(MyFactory);
 //! ```
 
 // This is test code: a panic is how a case reports failure, and its small loop counters
