@@ -13,6 +13,7 @@
 //! 32+n                end (no trailing bytes)
 //! ```
 
+use crate::cursor::{Cursor, Short};
 use crate::error::{DecodeError, EncodeError};
 
 /// The four magic bytes every header starts with.
@@ -167,24 +168,24 @@ impl Header {
     /// # Errors
     /// The [`DecodeError`] of the first failing check.
     pub fn decode(bytes: &[u8], expected_operator_id: &str) -> Result<Self, DecodeError> {
-        let mut r = Reader { bytes, offset: 0 };
-        let magic: [u8; 4] = r.array("magic")?;
+        let mut r = Cursor::new(bytes);
+        let magic: [u8; 4] = r.array().map_err(truncated("magic"))?;
         if magic != MAGIC {
             return Err(DecodeError::BadMagic { found: magic });
         }
-        let version = i32::from_be_bytes(r.array("format version")?);
+        let version = i32::from_be_bytes(r.array().map_err(truncated("format version"))?);
         if !SUPPORTED_VERSIONS.contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 found: version,
                 supported: SUPPORTED_VERSIONS,
             });
         }
-        let id_len = i32::from_be_bytes(r.array("operator-id length")?);
+        let id_len = i32::from_be_bytes(r.array().map_err(truncated("operator-id length"))?);
         let available = r.remaining();
         let id_bytes = usize::try_from(id_len)
             .ok()
             .filter(|&n| n <= MAX_OPERATOR_ID_LEN && n <= available)
-            .and_then(|n| r.take(n))
+            .and_then(|n| r.take(n).ok())
             .ok_or(DecodeError::OperatorIdLength {
                 length: id_len,
                 max: MAX_OPERATOR_ID_LEN,
@@ -200,10 +201,11 @@ impl Header {
                 found: operator_id.to_owned(),
             });
         }
-        let deadline = i64::from_be_bytes(r.array("processing-time deadline")?);
-        let chunk_count = i32::from_be_bytes(r.array("chunk count")?);
-        let payload_len = i32::from_be_bytes(r.array("payload length")?);
-        let crc32c = u32::from_be_bytes(r.array("payload CRC32C")?);
+        let deadline =
+            i64::from_be_bytes(r.array().map_err(truncated("processing-time deadline"))?);
+        let chunk_count = i32::from_be_bytes(r.array().map_err(truncated("chunk count"))?);
+        let payload_len = i32::from_be_bytes(r.array().map_err(truncated("payload length"))?);
+        let crc32c = u32::from_be_bytes(r.array().map_err(truncated("payload CRC32C"))?);
         if r.remaining() != 0 {
             return Err(DecodeError::TrailingHeaderBytes {
                 extra: r.remaining(),
@@ -239,34 +241,13 @@ fn to_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-/// A bounds-checked big-endian cursor over header bytes.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    offset: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
-        self.bytes.len() - self.offset
-    }
-
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let slice = self.bytes.get(self.offset..self.offset.checked_add(n)?)?;
-        self.offset += n;
-        Some(slice)
-    }
-
-    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
-        let offset = self.offset;
-        let available = self.remaining();
-        self.take(N)
-            .and_then(|s| <[u8; N]>::try_from(s).ok())
-            .ok_or(DecodeError::TruncatedHeader {
-                field,
-                offset,
-                needed: N,
-                available,
-            })
+/// The error for a header field cut short.
+fn truncated(field: &'static str) -> impl Fn(Short) -> DecodeError {
+    move |short| DecodeError::TruncatedHeader {
+        field,
+        offset: short.offset,
+        needed: short.needed,
+        available: short.available,
     }
 }
 

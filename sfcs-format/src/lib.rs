@@ -105,6 +105,7 @@
 #![warn(clippy::expect_used)]
 
 mod container;
+mod cursor;
 mod envelope;
 mod error;
 mod header;

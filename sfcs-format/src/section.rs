@@ -41,6 +41,7 @@
 
 use std::collections::HashSet;
 
+use crate::cursor::{Cursor, Short};
 use crate::error::{EncodeError, SectionError};
 
 /// The section framing version this crate writes.
@@ -151,18 +152,15 @@ impl<'a> Sections<'a> {
     /// # Errors
     /// The [`SectionError`] of the first failing check.
     pub fn decode(payload: &'a [u8]) -> Result<Self, SectionError> {
-        let mut r = Reader {
-            bytes: payload,
-            offset: 0,
-        };
-        let version = u32::from_be_bytes(r.array("framing version")?);
+        let mut r = Cursor::new(payload);
+        let version = u32::from_be_bytes(r.array().map_err(truncated("framing version"))?);
         if !SUPPORTED_SECTION_VERSIONS.contains(&version) {
             return Err(SectionError::UnsupportedVersion {
                 found: version,
                 supported: SUPPORTED_SECTION_VERSIONS,
             });
         }
-        let count = u32::from_be_bytes(r.array("section count")?);
+        let count = u32::from_be_bytes(r.array().map_err(truncated("section count"))?);
         let available = r.remaining();
         if count as usize > available / MIN_SECTION_LEN {
             return Err(SectionError::CountOutOfBounds { count, available });
@@ -170,7 +168,9 @@ impl<'a> Sections<'a> {
         let mut sections = Vec::with_capacity(count as usize);
         let mut names = HashSet::with_capacity(count as usize);
         for index in 0..count {
-            let name_len = usize::from(u16::from_be_bytes(r.array("section name length")?));
+            let name_len = usize::from(u16::from_be_bytes(
+                r.array().map_err(truncated("section name length"))?,
+            ));
             if name_len == 0 || name_len > MAX_SECTION_NAME_LEN {
                 return Err(SectionError::NameLength {
                     index,
@@ -178,7 +178,7 @@ impl<'a> Sections<'a> {
                     max: MAX_SECTION_NAME_LEN,
                 });
             }
-            let name = std::str::from_utf8(r.take(name_len, "section name")?)
+            let name = std::str::from_utf8(r.take(name_len).map_err(truncated("section name"))?)
                 .map_err(|_| SectionError::NameNotUtf8 { index })?;
             if !names.insert(name) {
                 return Err(SectionError::DuplicateName {
@@ -186,12 +186,12 @@ impl<'a> Sections<'a> {
                     name: name.to_owned(),
                 });
             }
-            let data_len = u32::from_be_bytes(r.array("section data length")?);
+            let data_len = u32::from_be_bytes(r.array().map_err(truncated("section data length"))?);
             let available = r.remaining();
             let data = usize::try_from(data_len)
                 .ok()
                 .filter(|&n| n <= available)
-                .and_then(|n| r.take(n, "section data").ok())
+                .and_then(|n| r.take(n).ok())
                 .ok_or(SectionError::DataLength {
                     index,
                     length: u64::from(data_len),
@@ -240,45 +240,13 @@ impl<'s, 'a> IntoIterator for &'s Sections<'a> {
     }
 }
 
-/// A bounds-checked cursor over a section-framed payload.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    offset: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
-        self.bytes.len() - self.offset
-    }
-
-    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], SectionError> {
-        let offset = self.offset;
-        let available = self.remaining();
-        let slice = offset
-            .checked_add(n)
-            .and_then(|end| self.bytes.get(offset..end))
-            .ok_or(SectionError::Truncated {
-                field,
-                offset,
-                needed: n,
-                available,
-            })?;
-        self.offset += n;
-        Ok(slice)
-    }
-
-    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], SectionError> {
-        let offset = self.offset;
-        let available = self.remaining();
-        self.take(N, field)
-            .ok()
-            .and_then(|s| <[u8; N]>::try_from(s).ok())
-            .ok_or(SectionError::Truncated {
-                field,
-                offset,
-                needed: N,
-                available,
-            })
+/// The error for a field cut short.
+fn truncated(field: &'static str) -> impl Fn(Short) -> SectionError {
+    move |short| SectionError::Truncated {
+        field,
+        offset: short.offset,
+        needed: short.needed,
+        available: short.available,
     }
 }
 
