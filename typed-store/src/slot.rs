@@ -1,0 +1,253 @@
+//! Slot resources: one LRU block cache and one write-buffer manager per slot, sized with
+//! Flink 2.3.0's `RocksDBMemoryControllerUtils` formulas and shared by every store of the slot.
+
+use rocksdb::{BlockBasedOptions, Cache, Options, WriteBufferManager};
+
+use crate::error::{Error, Result};
+
+/// Flink's default write-buffer ratio (`state.backend.rocksdb.memory.write-buffer-ratio`).
+pub const DEFAULT_WRITE_BUFFER_RATIO: f64 = 0.5;
+
+/// RocksDB's default write-buffer (memtable) size, 64 MiB.
+pub const DEFAULT_WRITE_BUFFER_SIZE: u64 = 64 << 20;
+
+/// `RocksDBMemoryControllerUtils.calculateActualCacheCapacity(totalMemorySize,
+/// writeBufferRatio)`: `(long) ((3 - writeBufferRatio) * totalMemorySize / 3)` in Java double
+/// arithmetic, the cast truncating toward zero (and saturating, as Java's does).
+#[expect(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    reason = "Java's long-to-double promotion and truncating double-to-long cast, on purpose"
+)]
+pub fn calculate_actual_cache_capacity(total_memory: i64, write_buffer_ratio: f64) -> i64 {
+    ((3.0 - write_buffer_ratio) * total_memory as f64 / 3.0) as i64
+}
+
+/// `RocksDBMemoryControllerUtils.calculateWriteBufferManagerCapacity(totalMemorySize,
+/// writeBufferRatio)`: `(long) (2 * totalMemorySize * writeBufferRatio / 3)`, where
+/// `2 * totalMemorySize` is Java `long` arithmetic (wrapping) before the double multiply.
+#[expect(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    reason = "Java's long-to-double promotion and truncating double-to-long cast, on purpose"
+)]
+pub fn calculate_write_buffer_manager_capacity(total_memory: i64, write_buffer_ratio: f64) -> i64 {
+    (2_i64.wrapping_mul(total_memory) as f64 * write_buffer_ratio / 3.0) as i64
+}
+
+/// `RocksDBMemoryControllerUtils.calculateRocksDBDefaultArenaBlockSize(writeBufferSize)`:
+/// `((writeBufferSize / 8) + 4095) / 4096 * 4096` (RocksDB's default: an eighth of the write
+/// buffer, rounded up to 4 KiB).
+pub fn calculate_default_arena_block_size(write_buffer_size: i64) -> i64 {
+    (write_buffer_size / 8 + 4095) / 4096 * 4096
+}
+
+/// `RocksDBMemoryControllerUtils.calculateRocksDBMutableLimit(bufferSize)`:
+/// `bufferSize * 7 / 8` (Java `long`, wrapping) — the write-buffer manager flushes once the
+/// mutable memtables exceed it.
+pub fn calculate_mutable_limit(buffer_size: i64) -> i64 {
+    buffer_size.wrapping_mul(7) / 8
+}
+
+/// `RocksDBMemoryControllerUtils.validateArenaBlockSize(arenaBlockSize, mutableLimit)`:
+/// `arenaBlockSize <= mutableLimit` (otherwise the manager would flush on every arena
+/// allocation).
+pub fn validate_arena_block_size(arena_block_size: i64, mutable_limit: i64) -> bool {
+    arena_block_size <= mutable_limit
+}
+
+/// The memory split of one slot, computed with Flink's formulas.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct SlotMemory {
+    /// The slot's state-memory budget in bytes.
+    pub total_memory: i64,
+    /// The share of the budget for write buffers (memtables).
+    pub write_buffer_ratio: f64,
+    /// The LRU block-cache capacity ([`calculate_actual_cache_capacity`]).
+    pub cache_capacity: i64,
+    /// The write-buffer-manager capacity ([`calculate_write_buffer_manager_capacity`]); the
+    /// manager charges memtable memory to the block cache, so the cache capacity bounds both.
+    pub write_buffer_manager_capacity: i64,
+    /// The write-buffer size every column family is opened with.
+    pub write_buffer_size: i64,
+    /// The arena block size: [`calculate_default_arena_block_size`] of the smaller of the
+    /// write-buffer size and the manager's capacity.
+    pub arena_block_size: i64,
+    /// [`calculate_mutable_limit`] of the manager's capacity.
+    pub mutable_limit: i64,
+}
+
+impl SlotMemory {
+    /// The split of `total_memory` with `write_buffer_ratio`, for column families opened with
+    /// `write_buffer_size`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] unless `total_memory > 0`, `0 < write_buffer_ratio < 1` (Flink's
+    /// `RocksDBMemoryConfiguration` checks) and `write_buffer_size > 0`, or when the arena
+    /// block size fails [`validate_arena_block_size`].
+    pub fn try_new(
+        total_memory: i64,
+        write_buffer_ratio: f64,
+        write_buffer_size: i64,
+    ) -> Result<Self> {
+        if total_memory <= 0 {
+            return Err(Error::InvalidOption {
+                option: "total_memory",
+                reason: "must be positive",
+            });
+        }
+        if !(write_buffer_ratio > 0.0 && write_buffer_ratio < 1.0) {
+            return Err(Error::InvalidOption {
+                option: "write_buffer_ratio",
+                reason: "must be in (0, 1)",
+            });
+        }
+        if write_buffer_size <= 0 {
+            return Err(Error::InvalidOption {
+                option: "write_buffer_size",
+                reason: "must be positive",
+            });
+        }
+        let cache_capacity = calculate_actual_cache_capacity(total_memory, write_buffer_ratio);
+        let write_buffer_manager_capacity =
+            calculate_write_buffer_manager_capacity(total_memory, write_buffer_ratio);
+        let arena_block_size = calculate_default_arena_block_size(
+            write_buffer_size.min(write_buffer_manager_capacity),
+        );
+        let mutable_limit = calculate_mutable_limit(write_buffer_manager_capacity);
+        if !validate_arena_block_size(arena_block_size, mutable_limit) {
+            return Err(Error::InvalidOption {
+                option: "total_memory",
+                reason: "too small: the arena block size exceeds the write-buffer manager's mutable limit",
+            });
+        }
+        Ok(Self {
+            total_memory,
+            write_buffer_ratio,
+            cache_capacity,
+            write_buffer_manager_capacity,
+            write_buffer_size,
+            arena_block_size,
+            mutable_limit,
+        })
+    }
+}
+
+/// The RocksDB resources of one slot: one LRU block cache and one write-buffer manager
+/// (charging memtables to that cache), shared by every [`RocksStore`](crate::RocksStore)
+/// opened with this slot. Clones share the same resources.
+///
+/// Gap: Flink builds the cache with a high-priority pool ratio (default 0.1) for index and
+/// filter blocks. rust-rocksdb 0.25 exposes no setter for it (`LruCacheOptions` has only
+/// capacity and shard bits), so RocksDB's default ratio of the LRU cache applies.
+#[derive(Clone)]
+pub struct RocksSlot {
+    memory: SlotMemory,
+    cache: Cache,
+    write_buffer_manager: WriteBufferManager,
+}
+
+impl std::fmt::Debug for RocksSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksSlot")
+            .field("memory", &self.memory)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RocksSlot {
+    /// The resources of a slot with a state-memory budget of `total_memory` bytes, Flink's
+    /// default write-buffer ratio (0.5) and RocksDB's default write-buffer size (64 MiB).
+    ///
+    /// # Errors
+    /// See [`SlotMemory::try_new`].
+    pub fn try_new(total_memory: u64) -> Result<Self> {
+        Self::with_memory(SlotMemory::try_new(
+            i64::try_from(total_memory).unwrap_or(i64::MAX),
+            DEFAULT_WRITE_BUFFER_RATIO,
+            i64::try_from(DEFAULT_WRITE_BUFFER_SIZE).unwrap_or(i64::MAX),
+        )?)
+    }
+
+    /// The resources for an explicit memory split.
+    ///
+    /// # Errors
+    /// Never at present; fallible for future checks.
+    pub fn with_memory(memory: SlotMemory) -> Result<Self> {
+        let cache = Cache::new_lru_cache(usize::try_from(memory.cache_capacity).unwrap_or(0));
+        let write_buffer_manager = WriteBufferManager::new_write_buffer_manager_with_cache(
+            usize::try_from(memory.write_buffer_manager_capacity).unwrap_or(0),
+            false,
+            cache.clone(),
+        );
+        Ok(Self {
+            memory,
+            cache,
+            write_buffer_manager,
+        })
+    }
+
+    /// The memory split.
+    pub fn memory(&self) -> &SlotMemory {
+        &self.memory
+    }
+
+    /// Bytes in the shared block cache, including the memtable memory the write-buffer
+    /// manager charges to it (RocksDB's `Cache::GetUsage`).
+    pub fn cache_usage(&self) -> usize {
+        self.cache.get_usage()
+    }
+
+    /// Bytes of cache entries pinned by readers.
+    pub fn cache_pinned_usage(&self) -> usize {
+        self.cache.get_pinned_usage()
+    }
+
+    /// Memtable bytes the shared write-buffer manager accounts for.
+    pub fn write_buffer_manager_usage(&self) -> usize {
+        self.write_buffer_manager.get_usage()
+    }
+
+    /// The write-buffer manager's capacity as RocksDB reports it.
+    pub fn write_buffer_manager_capacity(&self) -> usize {
+        self.write_buffer_manager.get_buffer_size()
+    }
+
+    /// Applies the slot's shared resources to DB options.
+    pub(crate) fn apply_db(&self, options: &mut Options) {
+        options.set_write_buffer_manager(&self.write_buffer_manager);
+    }
+
+    /// Applies the slot's sizing and block cache to column-family options (as Flink does with
+    /// shared memory: index and filter blocks live in the cache, top-level ones pinned).
+    pub(crate) fn apply_cf(&self, options: &mut Options) {
+        options.set_write_buffer_size(usize::try_from(self.memory.write_buffer_size).unwrap_or(0));
+        options.set_arena_block_size(usize::try_from(self.memory.arena_block_size).unwrap_or(0));
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&self.cache);
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_cache_index_and_filter_blocks_with_high_priority(true);
+        table.set_pin_top_level_index_and_filter(true);
+        table.set_bloom_filter(10.0, false);
+        options.set_block_based_table_factory(&table);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flink_defaults_split_the_budget() {
+        let m = SlotMemory::try_new(300 << 20, 0.5, 64 << 20).unwrap();
+        assert_eq!(m.cache_capacity, 250 << 20);
+        assert_eq!(m.write_buffer_manager_capacity, 100 << 20);
+        assert_eq!(m.arena_block_size, 8 << 20);
+        assert_eq!(m.mutable_limit, (100 << 20) * 7 / 8);
+        let small = SlotMemory::try_new(3 << 20, 0.5, 64 << 20).unwrap();
+        assert_eq!(small.arena_block_size, calculate_default_arena_block_size(1 << 20));
+        assert!(SlotMemory::try_new(0, 0.5, 1).is_err());
+        assert!(SlotMemory::try_new(1, 1.0, 1).is_err());
+    }
+}

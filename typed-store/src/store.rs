@@ -1,0 +1,685 @@
+//! The RocksDB store: one database per operator subtask, one column family per table, the
+//! metadata in the default column family, native checkpoints.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use rocksdb::checkpoint::Checkpoint;
+use rocksdb::{
+    BoundColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DBWithThreadMode,
+    DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, WriteOptions,
+};
+use state_api::{
+    Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TtlConfig, ValueCodec,
+};
+
+use crate::error::{Error, Result};
+use crate::format::{
+    FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_COLUMNS_PREFIX,
+    META_TABLE_CF_PREFIX, TABLE_CF_PREFIX, describe_fields,
+};
+use crate::slot::RocksSlot;
+use crate::table::RocksKeyedTable;
+use crate::ttl_filter::{TtlCell, TtlFilterFactory};
+
+/// Write-buffer size of the default (metadata) column family.
+const METADATA_WRITE_BUFFER_BYTES: usize = 64 << 10;
+
+/// Arena block size of the default (metadata) column family.
+const METADATA_ARENA_BLOCK_BYTES: usize = 4 << 10;
+
+/// The RocksDB handle type of a store.
+pub(crate) type Db = DBWithThreadMode<MultiThreaded>;
+
+/// The open database and its table-to-column-family map.
+pub(crate) struct DbState {
+    pub(crate) db: Db,
+    dir: PathBuf,
+    /// Table name -> column family name.
+    cf_of: HashMap<String, String>,
+    /// Column family name -> its TTL cell (read by its compaction filters).
+    ttl_cells: HashMap<String, Arc<TtlCell>>,
+    next_cf: u64,
+}
+
+impl DbState {
+    /// The column family holding `table`.
+    pub(crate) fn table_cf(&self, table: &str) -> state_api::Result<Arc<BoundColumnFamily<'_>>> {
+        self.cf_of
+            .get(table)
+            .and_then(|cf| self.db.cf_handle(cf))
+            .ok_or_else(|| {
+                Error::CorruptMetadata {
+                    key: format!("{META_TABLE_CF_PREFIX}{table}"),
+                }
+                .into()
+            })
+    }
+
+    /// The column family named `name`.
+    pub(crate) fn cf(&self, name: &str) -> state_api::Result<Arc<BoundColumnFamily<'_>>> {
+        self.db.cf_handle(name).ok_or_else(|| {
+            Error::CorruptMetadata {
+                key: name.to_owned(),
+            }
+            .into()
+        })
+    }
+}
+
+/// What every table and the store share.
+pub(crate) struct Shared {
+    state: RwLock<DbState>,
+    root: PathBuf,
+    slot: RocksSlot,
+    clock: Arc<dyn Clock>,
+    /// Tables opened in this store and their TTL (re-applied after a native restore).
+    tables: Mutex<HashMap<String, Option<i64>>>,
+    /// Bundles currently open over all tables.
+    pub(crate) open_bundles: AtomicUsize,
+    checkpoints: AtomicU64,
+    pub(crate) write_options: WriteOptions,
+}
+
+impl Shared {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, DbState> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, DbState> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Column-family options: the slot's sizing and cache, LZ4, and a TTL compaction filter
+    /// factory reading `cell`.
+    fn cf_options(&self, cell: &Arc<TtlCell>) -> Options {
+        cf_options(&self.slot, Arc::clone(cell), Arc::clone(&self.clock))
+    }
+
+    /// Creates a fresh, empty column family for `table` (not yet mapped); returns its name.
+    pub(crate) fn create_table_cf(&self, table: &str) -> Result<String> {
+        let ttl = self
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(table)
+            .copied()
+            .flatten();
+        let mut st = self.write();
+        let name = format!("{TABLE_CF_PREFIX}{}", st.next_cf);
+        st.next_cf += 1;
+        let cell = TtlCell::new();
+        cell.set(ttl);
+        st.db
+            .create_cf(&name, &self.cf_options(&cell))
+            .map_err(Error::rocks("create column family"))?;
+        st.ttl_cells.insert(name.clone(), cell);
+        Ok(name)
+    }
+
+    /// Drops a column family (best effort: a failure leaves an unmapped family that the
+    /// next open removes).
+    pub(crate) fn drop_cf(&self, name: &str) {
+        let mut st = self.write();
+        let _ = st.db.drop_cf(name);
+        st.ttl_cells.remove(name);
+    }
+
+    /// Maps `table` to column family `cf`, dropping the family it replaces; cannot fail (the
+    /// metadata write is best effort here and repeated before every checkpoint).
+    pub(crate) fn swap_table_cf(&self, table: &str, cf: String) {
+        let mut st = self.write();
+        let old = st.cf_of.insert(table.to_owned(), cf.clone());
+        let _ = put_meta(
+            &st.db,
+            &self.write_options,
+            format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
+            cf.as_bytes(),
+        );
+        if let Some(old) = old.filter(|o| *o != cf) {
+            let _ = st.db.drop_cf(&old);
+            st.ttl_cells.remove(&old);
+        }
+    }
+}
+
+fn cf_options(slot: &RocksSlot, cell: Arc<TtlCell>, clock: Arc<dyn Clock>) -> Options {
+    let mut options = Options::default();
+    slot.apply_cf(&mut options);
+    options.set_compression_type(DBCompressionType::Lz4);
+    options.set_compaction_filter_factory(TtlFilterFactory::new(cell, clock));
+    options
+}
+
+fn put_meta(db: &Db, write_options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+    let cf = db
+        .cf_handle(DEFAULT_COLUMN_FAMILY_NAME)
+        .ok_or_else(|| Error::CorruptMetadata {
+            key: DEFAULT_COLUMN_FAMILY_NAME.to_owned(),
+        })?;
+    db.put_cf_opt(&cf, key, value, write_options)
+        .map_err(Error::rocks("write metadata"))
+}
+
+fn get_meta(db: &Db, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    db.get(key).map_err(Error::rocks("read metadata"))
+}
+
+/// Opens (creating if missing) the database in `dir`: every existing column family, the
+/// metadata checks, and removal of column families no table maps to (leftover staging).
+fn open_db(
+    dir: &Path,
+    slot: &RocksSlot,
+    clock: &Arc<dyn Clock>,
+    config: &StoreConfig,
+) -> Result<DbState> {
+    let mut db_options = cf_options(slot, TtlCell::new(), Arc::clone(clock));
+    // The default family holds only a few metadata entries: a small memtable and arena, so
+    // an idle store charges next to nothing to the slot's write-buffer manager.
+    db_options.set_write_buffer_size(METADATA_WRITE_BUFFER_BYTES);
+    db_options.set_arena_block_size(METADATA_ARENA_BLOCK_BYTES);
+    db_options.create_if_missing(true);
+    db_options.create_missing_column_families(true);
+    slot.apply_db(&mut db_options);
+    let existing = if dir.join("CURRENT").exists() {
+        Db::list_cf(&db_options, dir).map_err(Error::rocks("list column families"))?
+    } else {
+        Vec::new()
+    };
+    let mut ttl_cells = HashMap::new();
+    let mut descriptors = Vec::new();
+    for name in existing.iter().filter(|n| *n != DEFAULT_COLUMN_FAMILY_NAME) {
+        let cell = TtlCell::new();
+        descriptors.push(ColumnFamilyDescriptor::new(
+            name,
+            cf_options(slot, Arc::clone(&cell), Arc::clone(clock)),
+        ));
+        ttl_cells.insert(name.clone(), cell);
+    }
+    let db = Db::open_cf_descriptors(&db_options, dir, descriptors)
+        .map_err(Error::rocks("open database"))?;
+    let mut write_options = WriteOptions::default();
+    write_options.disable_wal(true);
+
+    // Format and max parallelism: checked on an existing store, written on a new one.
+    match get_meta(&db, META_FORMAT_KEY)? {
+        Some(found) if found != FORMAT_VERSION.as_bytes() => {
+            return Err(Error::FormatVersionMismatch {
+                expected: FORMAT_VERSION.to_owned(),
+                found: String::from_utf8_lossy(&found).into_owned(),
+            });
+        }
+        Some(_) => {}
+        None => put_meta(&db, &write_options, META_FORMAT_KEY, FORMAT_VERSION.as_bytes())?,
+    }
+    let mp = config.max_parallelism().get();
+    match get_meta(&db, META_MAX_PARALLELISM_KEY)? {
+        Some(found) => {
+            let found = <[u8; 4]>::try_from(found.as_slice())
+                .map(i32::from_be_bytes)
+                .map_err(|_| Error::CorruptMetadata {
+                    key: String::from_utf8_lossy(META_MAX_PARALLELISM_KEY).into_owned(),
+                })?;
+            if found != mp {
+                return Err(Error::MaxParallelismMismatch {
+                    expected: mp,
+                    found,
+                });
+            }
+        }
+        None => put_meta(
+            &db,
+            &write_options,
+            META_MAX_PARALLELISM_KEY,
+            &mp.to_be_bytes(),
+        )?,
+    }
+
+    // Table map.
+    let mut cf_of = HashMap::new();
+    let mut iter = db.raw_iterator();
+    iter.seek(META_TABLE_CF_PREFIX.as_bytes());
+    while let Some((key, value)) = iter.item() {
+        let Some(table) = key.strip_prefix(META_TABLE_CF_PREFIX.as_bytes()) else {
+            break;
+        };
+        let corrupt = || Error::CorruptMetadata {
+            key: String::from_utf8_lossy(key).into_owned(),
+        };
+        let table = std::str::from_utf8(table).map_err(|_| corrupt())?;
+        let cf = std::str::from_utf8(value).map_err(|_| corrupt())?;
+        if !ttl_cells.contains_key(cf) {
+            return Err(corrupt());
+        }
+        cf_of.insert(table.to_owned(), cf.to_owned());
+        iter.next();
+    }
+    iter.status().map_err(Error::rocks("read metadata"))?;
+    drop(iter);
+    let mapped: HashSet<&String> = cf_of.values().collect();
+    let unmapped: Vec<String> = ttl_cells
+        .keys()
+        .filter(|cf| !mapped.contains(cf))
+        .cloned()
+        .collect();
+    for cf in &unmapped {
+        db.drop_cf(cf).map_err(Error::rocks("drop column family"))?;
+        ttl_cells.remove(cf);
+    }
+    let next_cf = existing
+        .iter()
+        .filter_map(|n| n.strip_prefix(TABLE_CF_PREFIX)?.parse::<u64>().ok())
+        .max()
+        .map_or(0, |n| n + 1);
+    Ok(DbState {
+        db,
+        dir: dir.to_owned(),
+        cf_of,
+        ttl_cells,
+        next_cf,
+    })
+}
+
+/// A native snapshot of a [`RocksStore`]: a RocksDB checkpoint directory (SST files hard-linked
+/// where the file system allows, so consecutive checkpoints share unchanged SST files).
+/// Belongs to the binary (on-disk format) that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RocksCheckpoint {
+    dir: PathBuf,
+}
+
+impl RocksCheckpoint {
+    /// A checkpoint in `dir` (as written by [`RocksStore::checkpoint_to`]).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The checkpoint's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// The RocksDB backend's store: one RocksDB database for one operator subtask, opened in a
+/// root directory with a [`RocksSlot`]'s shared cache and write-buffer manager.
+///
+/// Directory layout under the root: `live-<n>/` is the database (a native restore opens a
+/// new `live-<n+1>/` and removes the old one); `checkpoints/chk-<m>/` holds the checkpoints
+/// taken by [`NativeSnapshot::native_snapshot`].
+///
+/// Each table is one column family (see the crate docs); its name is opened once per store.
+pub struct RocksStore {
+    config: StoreConfig,
+    shared: Arc<Shared>,
+    names: HashSet<String>,
+}
+
+impl std::fmt::Debug for RocksStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksStore")
+            .field("root", &self.shared.root)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn live_dirs(root: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    if !root.exists() {
+        return Ok(out);
+    }
+    for entry in fs::read_dir(root).map_err(Error::io(root))? {
+        let entry = entry.map_err(Error::io(root))?;
+        let name = entry.file_name();
+        if let Some(n) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("live-"))
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            out.push((n, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Copies a checkpoint into `target`: SST files (immutable) hard-linked when possible, the
+/// rest (manifest, options, CURRENT) copied.
+fn materialise_checkpoint(checkpoint: &Path, target: &Path) -> Result<()> {
+    fs::create_dir_all(target).map_err(Error::io(target))?;
+    for entry in fs::read_dir(checkpoint).map_err(Error::io(checkpoint))? {
+        let entry = entry.map_err(Error::io(checkpoint))?;
+        let from = entry.path();
+        let to = target.join(entry.file_name());
+        let is_sst = from.extension().is_some_and(|e| e == "sst");
+        if !(is_sst && fs::hard_link(&from, &to).is_ok()) {
+            fs::copy(&from, &to).map_err(Error::io(&from))?;
+        }
+    }
+    Ok(())
+}
+
+impl RocksStore {
+    /// Opens the store in `root` (creating it if missing) for `config`, using `slot`'s shared
+    /// resources.
+    ///
+    /// # Errors
+    /// [`Error::FormatVersionMismatch`] for a store written with another on-disk format or
+    /// arrow-row version; [`Error::MaxParallelismMismatch`]; RocksDB and I/O failures.
+    pub fn open(root: impl AsRef<Path>, config: StoreConfig, slot: &RocksSlot) -> Result<Self> {
+        let root = root.as_ref();
+        fs::create_dir_all(root).map_err(Error::io(root))?;
+        let dir = live_dirs(root)?
+            .pop()
+            .map_or_else(|| root.join("live-0"), |(_, dir)| dir);
+        let state = open_db(&dir, slot, config.clock(), &config)?;
+        let mut write_options = WriteOptions::default();
+        write_options.disable_wal(true);
+        let checkpoints = Self::next_checkpoint_number(root)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                state: RwLock::new(state),
+                root: root.to_owned(),
+                slot: slot.clone(),
+                clock: Arc::clone(config.clock()),
+                tables: Mutex::new(HashMap::new()),
+                open_bundles: AtomicUsize::new(0),
+                checkpoints: AtomicU64::new(checkpoints),
+                write_options,
+            }),
+            config,
+            names: HashSet::new(),
+        })
+    }
+
+    /// Opens a new store in `root` (which must not hold a store) from `checkpoint`: the way
+    /// back after a crash (with the WAL off, a crashed store's directory is discarded).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open); I/O failures copying the checkpoint.
+    pub fn open_checkpoint(
+        checkpoint: &RocksCheckpoint,
+        root: impl AsRef<Path>,
+        config: StoreConfig,
+        slot: &RocksSlot,
+    ) -> Result<Self> {
+        let root = root.as_ref();
+        if !live_dirs(root)?.is_empty() {
+            return Err(Error::InvalidOption {
+                option: "root",
+                reason: "already holds a store",
+            });
+        }
+        materialise_checkpoint(&checkpoint.dir, &root.join("live-0"))?;
+        Self::open(root, config, slot)
+    }
+
+    fn next_checkpoint_number(root: &Path) -> Result<u64> {
+        let dir = root.join("checkpoints");
+        if !dir.exists() {
+            return Ok(0);
+        }
+        let mut next = 0;
+        for entry in fs::read_dir(&dir).map_err(Error::io(&dir))? {
+            let entry = entry.map_err(Error::io(&dir))?;
+            if let Some(n) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("chk-"))
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                next = next.max(n + 1);
+            }
+        }
+        Ok(next)
+    }
+
+    /// The store's root directory.
+    pub fn root(&self) -> &Path {
+        &self.shared.root
+    }
+
+    /// The directory of the live database.
+    pub fn db_dir(&self) -> PathBuf {
+        self.shared.read().dir.clone()
+    }
+
+    /// The slot this store draws memory from.
+    pub fn slot(&self) -> &RocksSlot {
+        &self.shared.slot
+    }
+
+    /// A RocksDB integer property summed over every column family (e.g.
+    /// `rocksdb.cur-size-all-mem-tables`, `rocksdb.estimate-num-keys`), or, for DB-wide
+    /// properties such as `rocksdb.block-cache-usage`, the value of the default family.
+    ///
+    /// # Errors
+    /// A RocksDB failure.
+    pub fn property_sum(&self, name: &str, per_family: bool) -> Result<u64> {
+        let st = self.shared.read();
+        let mut names = vec![DEFAULT_COLUMN_FAMILY_NAME.to_owned()];
+        if per_family {
+            names.extend(st.cf_of.values().cloned());
+        }
+        let mut total = 0;
+        for cf_name in &names {
+            let Some(cf) = st.db.cf_handle(cf_name) else {
+                continue;
+            };
+            total += st
+                .db
+                .property_int_value_cf(&cf, name)
+                .map_err(Error::rocks("read property"))?
+                .unwrap_or(0);
+        }
+        Ok(total)
+    }
+
+    /// Compacts the whole column family of `table` now (the TTL filter drops expired
+    /// entries). RocksDB compacts on its own; this is for tests and tools.
+    ///
+    /// # Errors
+    /// RocksDB failures; [`Error::CorruptMetadata`] for a table never opened.
+    pub fn compact_table(&self, table: &str) -> state_api::Result<()> {
+        let st = self.shared.read();
+        let cf = st.table_cf(table)?;
+        st.db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>);
+        Ok(())
+    }
+
+    /// Flushes the memtables of `table` to an SST file (for tests and tools; the store
+    /// itself never forces flushes).
+    ///
+    /// # Errors
+    /// RocksDB failures.
+    pub fn flush_table(&self, table: &str) -> state_api::Result<()> {
+        let st = self.shared.read();
+        let cf = st.table_cf(table)?;
+        st.db
+            .flush_cf(&cf)
+            .map_err(crate::error::rocks_api("flush"))
+    }
+
+    /// Writes a RocksDB checkpoint of the committed state into `dir` (which must not exist).
+    ///
+    /// # Errors
+    /// [`state_api::Error::BundleState`] while any table has an open bundle; RocksDB and
+    /// I/O failures.
+    pub fn checkpoint_to(&self, dir: impl AsRef<Path>) -> state_api::Result<RocksCheckpoint> {
+        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
+            return Err(state_api::Error::BundleState {
+                operation: "native_snapshot",
+                requires_open: false,
+            });
+        }
+        let dir = dir.as_ref();
+        let st = self.shared.read();
+        // Re-write the table map so the checkpoint holds it even if a best-effort write after
+        // a restore failed.
+        for (table, cf) in &st.cf_of {
+            put_meta(
+                &st.db,
+                &self.shared.write_options,
+                format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
+                cf.as_bytes(),
+            )?;
+        }
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent).map_err(Error::io(parent))?;
+        }
+        // With the WAL off, the checkpoint flushes the memtables (log_size_for_flush = 0).
+        Checkpoint::new(&st.db)
+            .and_then(|c| c.create_checkpoint(dir))
+            .map_err(crate::error::rocks_api("checkpoint"))?;
+        Ok(RocksCheckpoint {
+            dir: dir.to_owned(),
+        })
+    }
+
+    pub(crate) fn register_table(
+        &self,
+        name: &str,
+        columns: &str,
+        ttl: Option<TtlConfig>,
+    ) -> Result<()> {
+        let ttl_millis = ttl.map(|t| t.ttl_millis());
+        self.shared
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), ttl_millis);
+        let columns_key = format!("{META_TABLE_COLUMNS_PREFIX}{name}");
+        let exists = self.shared.read().cf_of.contains_key(name);
+        if exists {
+            let st = self.shared.read();
+            if let Some(found) = get_meta(&st.db, columns_key.as_bytes())? {
+                if found != columns.as_bytes() {
+                    return Err(Error::TableSchemaMismatch {
+                        table: name.to_owned(),
+                        expected: columns.to_owned(),
+                        found: String::from_utf8_lossy(&found).into_owned(),
+                    });
+                }
+            }
+            let cf = st.cf_of.get(name).cloned().unwrap_or_default();
+            if let Some(cell) = st.ttl_cells.get(&cf) {
+                cell.set(ttl_millis);
+            }
+        } else {
+            let cf = self.shared.create_table_cf(name)?;
+            let mut st = self.shared.write();
+            put_meta(
+                &st.db,
+                &self.shared.write_options,
+                columns_key.as_bytes(),
+                columns.as_bytes(),
+            )?;
+            put_meta(
+                &st.db,
+                &self.shared.write_options,
+                format!("{META_TABLE_CF_PREFIX}{name}").as_bytes(),
+                cf.as_bytes(),
+            )?;
+            st.cf_of.insert(name.to_owned(), cf);
+        }
+        Ok(())
+    }
+}
+
+impl KeyedStateStore for RocksStore {
+    type Table<C: ValueCodec> = RocksKeyedTable<C>;
+
+    fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    fn open_table<C: ValueCodec>(
+        &mut self,
+        name: &str,
+        codec: C,
+        ttl: Option<TtlConfig>,
+    ) -> state_api::Result<RocksKeyedTable<C>> {
+        if self.names.contains(name) {
+            return Err(state_api::Error::TableExists {
+                name: name.to_owned(),
+            });
+        }
+        let columns = describe_fields(&codec.fields());
+        self.register_table(name, &columns, ttl)?;
+        let table = RocksKeyedTable::new(name, codec, ttl, &self.config, Arc::clone(&self.shared))?;
+        self.names.insert(name.to_owned());
+        Ok(table)
+    }
+}
+
+impl NativeSnapshot for RocksStore {
+    type Snapshot = RocksCheckpoint;
+
+    /// A RocksDB checkpoint of every table's committed state in
+    /// `<root>/checkpoints/chk-<n>/`.
+    fn native_snapshot(&mut self) -> state_api::Result<RocksCheckpoint> {
+        let n = self.shared.checkpoints.fetch_add(1, Ordering::SeqCst);
+        let dir = self.shared.root.join("checkpoints").join(format!("chk-{n}"));
+        self.checkpoint_to(dir)
+    }
+
+    /// Opens the checkpoint as a new live database (`live-<n+1>/`) and swaps it in; every
+    /// table of this store then reads the checkpoint's state (tables the checkpoint does not
+    /// hold become empty). All or nothing: on error the old database stays.
+    fn restore_native(&mut self, snapshot: &RocksCheckpoint) -> state_api::Result<()> {
+        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
+            return Err(state_api::Error::BundleState {
+                operation: "restore_native",
+                requires_open: false,
+            });
+        }
+        let next = live_dirs(&self.shared.root)?
+            .last()
+            .map_or(0, |(n, _)| n + 1);
+        let dir = self.shared.root.join(format!("live-{next}"));
+        let result = materialise_checkpoint(&snapshot.dir, &dir).and_then(|()| {
+            open_db(&dir, &self.shared.slot, &self.shared.clock, &self.config)
+        });
+        let mut fresh = match result {
+            Ok(state) => state,
+            Err(err) => {
+                let _ = fs::remove_dir_all(&dir);
+                return Err(err.into());
+            }
+        };
+        let tables = self
+            .shared
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // Tables opened after the checkpoint get an empty family; every table gets its TTL.
+        for (table, ttl) in &tables {
+            let cf = if let Some(cf) = fresh.cf_of.get(table) {
+                cf.clone()
+            } else {
+                let name = format!("{TABLE_CF_PREFIX}{}", fresh.next_cf);
+                fresh.next_cf += 1;
+                let cell = TtlCell::new();
+                fresh
+                    .db
+                    .create_cf(&name, &self.shared.cf_options(&cell))
+                    .map_err(crate::error::rocks_api("create column family"))?;
+                fresh.ttl_cells.insert(name.clone(), cell);
+                fresh.cf_of.insert(table.clone(), name.clone());
+                name
+            };
+            if let Some(cell) = fresh.ttl_cells.get(&cf) {
+                cell.set(*ttl);
+            }
+        }
+        let old = std::mem::replace(&mut *self.shared.write(), fresh);
+        let old_dir = old.dir.clone();
+        drop(old);
+        let _ = fs::remove_dir_all(old_dir);
+        Ok(())
+    }
+}

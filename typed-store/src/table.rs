@@ -1,0 +1,715 @@
+//! The RocksDB keyed table: a bundle's working map over one column family.
+
+use std::collections::HashMap;
+use std::mem::size_of;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::SchemaRef;
+use keygroup::{KeyGroup, KeyGroupRange};
+use rocksdb::{ReadOptions, WriteBatch};
+use state_api::{
+    CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, Result, StoreConfig, TableStats,
+    TtlConfig, TtlUpdateType, TtlVisibility, ValueCodec, canonical_schema, decode_canonical_batch,
+    encode_canonical_batch,
+};
+
+use crate::error::{Error as RocksError, rocks_api};
+use crate::format::{
+    RowCodec, composite_key, key_group_upper_bound, prefix_bytes, split_value,
+};
+use crate::store::Shared;
+
+/// Bytes of one restore write batch before it is written (large batches amortise the write
+/// path; bounded so staging memory stays bounded).
+const RESTORE_BATCH_BYTES: usize = 8 << 20;
+
+/// One key of the working map.
+#[derive(Debug)]
+struct Slot<V> {
+    /// The value (kept after an expired read under `ReturnExpiredIfNotCleanedUp`).
+    value: Option<V>,
+    /// Whether the key is present (not removed, not cleared as expired).
+    live: bool,
+    last_access: i64,
+    dirty: bool,
+    /// Bytes reserved from the pool for this pending write.
+    reserved: usize,
+}
+
+impl<V> Slot<V> {
+    fn absent() -> Self {
+        Self {
+            value: None,
+            live: false,
+            last_access: 0,
+            dirty: false,
+            reserved: 0,
+        }
+    }
+}
+
+/// A keyed table stored in its own RocksDB column family.
+///
+/// - [`begin_bundle`](KeyedTable::begin_bundle) fetches every named key with **one**
+///   `batched_multi_get_cf` (pinned values, input order, keys need not be sorted) and decodes
+///   all hits with one arrow-row conversion and one [`ValueCodec::decode`] into the working
+///   map. A key not named is fetched alone with `get_pinned_cf` (counted in
+///   [`TableStats::point_hydrations`]) and stays resident for the bundle.
+/// - [`commit_bundle`](KeyedTable::commit_bundle) encodes the dirty values with one
+///   [`ValueCodec::encode`] and one arrow-row conversion and writes every dirty key once in
+///   **one** `WriteBatch` with the WAL off; then the working map is cleared (RocksDB's block
+///   cache and memtables are the cache between bundles). Nothing is buffered above RocksDB
+///   and no flush is forced.
+/// - Memory: each pending write reserves `key length + size_of::<Slot<V>>() +`
+///   [`ValueCodec::heap_size`] from the store's pool until the commit; a refused reservation
+///   is [`Error::MemoryExhausted`] and leaves the key as it was.
+/// - TTL: Flink's rules on read (see [`KeyedTable`]), the TTL compaction filter in the
+///   background, and [`sweep_expired`](KeyedTable::sweep_expired) as a bounded scan.
+pub struct RocksKeyedTable<C: ValueCodec> {
+    name: String,
+    codec: C,
+    ttl: Option<TtlConfig>,
+    schema: SchemaRef,
+    key_groups: KeyGroupRange,
+    prefix_bytes: usize,
+    clock: Arc<dyn Clock>,
+    shared: Arc<Shared>,
+    rows: RowCodec,
+    working: HashMap<Box<[u8]>, Slot<C::Value>>,
+    scratch: Vec<u8>,
+    bundle_open: bool,
+    dirty: u64,
+    reservation: MemoryReservation,
+    /// The column family filled by `stage_restore`, swapped in by `commit_restore`.
+    staged_cf: Option<String>,
+    sweep_cursor: Option<Vec<u8>>,
+    stats: TableStats,
+}
+
+impl<C: ValueCodec> std::fmt::Debug for RocksKeyedTable<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksKeyedTable")
+            .field("name", &self.name)
+            .field("key_groups", &self.key_groups)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: ValueCodec> RocksKeyedTable<C> {
+    pub(crate) fn new(
+        name: &str,
+        codec: C,
+        ttl: Option<TtlConfig>,
+        config: &StoreConfig,
+        shared: Arc<Shared>,
+    ) -> Result<Self> {
+        let fields = codec.fields();
+        let rows = RowCodec::try_new(name, &fields)?;
+        Ok(Self {
+            name: name.to_owned(),
+            schema: canonical_schema(&fields),
+            codec,
+            ttl,
+            key_groups: config.key_groups(),
+            prefix_bytes: prefix_bytes(config.max_parallelism()),
+            clock: Arc::clone(config.clock()),
+            shared,
+            rows,
+            working: HashMap::new(),
+            scratch: Vec::new(),
+            bundle_open: false,
+            dirty: 0,
+            reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
+            staged_cf: None,
+            sweep_cursor: None,
+            stats: TableStats::default(),
+        })
+    }
+
+    /// Bytes this table currently holds from the memory pool (pending writes).
+    pub fn reserved_bytes(&self) -> usize {
+        self.reservation.size()
+    }
+
+    fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
+        if self.bundle_open == requires_open {
+            Ok(())
+        } else {
+            Err(Error::BundleState {
+                operation,
+                requires_open,
+            })
+        }
+    }
+
+    fn check_key_group(&self, key_group: KeyGroup) -> Result<()> {
+        if self.key_groups.contains(key_group) {
+            Ok(())
+        } else {
+            Err(Error::KeyGroupOutOfRange {
+                key_group: key_group.get(),
+                range: self.key_groups,
+            })
+        }
+    }
+
+    fn now(&self) -> i64 {
+        if self.ttl.is_some() {
+            self.clock.now_millis()
+        } else {
+            0
+        }
+    }
+
+    fn corrupt(&self, reason: &'static str) -> Error {
+        RocksError::CorruptValue {
+            table: self.name.clone(),
+            reason,
+        }
+        .into()
+    }
+
+    /// Decodes stored values (timestamp prefix + arrow-row bytes) with one arrow-row
+    /// conversion and one codec call.
+    fn decode_stored<'a>(
+        &self,
+        stored: impl ExactSizeIterator<Item = &'a [u8]>,
+    ) -> Result<(Vec<i64>, Vec<C::Value>)> {
+        let n = stored.len();
+        let mut timestamps = Vec::with_capacity(n);
+        let mut rows = Vec::with_capacity(n);
+        for value in stored {
+            let Some((ts, row)) = split_value(value) else {
+                return Err(self.corrupt("shorter than the 8-byte timestamp"));
+            };
+            if !self.rows.well_formed(row) {
+                return Err(self.corrupt("arrow-row bytes do not match the table's columns"));
+            }
+            timestamps.push(ts);
+            rows.push(row);
+        }
+        let mut values = Vec::with_capacity(n);
+        if n > 0 {
+            let columns = self.rows.decode(&self.name, rows)?;
+            self.codec.decode(&columns, &mut values)?;
+        }
+        if values.len() != n {
+            return Err(Error::Codec {
+                column: String::new(),
+                reason: "codec decoded a different number of rows",
+            });
+        }
+        Ok((timestamps, values))
+    }
+
+    /// Encodes `(timestamp, value)` pairs into stored values, handing each to `sink` in order.
+    fn encode_stored<'v>(
+        &self,
+        entries: &[(i64, &'v C::Value)],
+        mut sink: impl FnMut(usize, &[u8]),
+    ) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let columns = self.codec.encode(entries.iter().map(|e| e.1))?;
+        let rows = self.rows.encode(&self.name, &columns)?;
+        let mut buffer = Vec::new();
+        for (i, ((ts, _), row)) in entries.iter().zip(rows.iter()).enumerate() {
+            buffer.clear();
+            buffer.extend_from_slice(&ts.to_be_bytes());
+            buffer.extend_from_slice(row.data());
+            sink(i, &buffer);
+        }
+        Ok(())
+    }
+
+    /// Reads the key in `self.scratch` alone into the working map.
+    fn point_hydrate(&mut self) -> Result<()> {
+        let stored = {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            st.db
+                .get_pinned_cf(&cf, &self.scratch)
+                .map_err(rocks_api("point read"))?
+                .map(|v| v.to_vec())
+        };
+        self.stats.point_hydrations += 1;
+        let slot = match stored {
+            None => Slot::absent(),
+            Some(bytes) => {
+                let (mut ts, mut values) = self.decode_stored([bytes.as_slice()].into_iter())?;
+                match (ts.pop(), values.pop()) {
+                    (Some(last_access), Some(value)) => Slot {
+                        value: Some(value),
+                        live: true,
+                        last_access,
+                        dirty: false,
+                        reserved: 0,
+                    },
+                    _ => Slot::absent(),
+                }
+            }
+        };
+        self.working
+            .insert(self.scratch.clone().into_boxed_slice(), slot);
+        Ok(())
+    }
+
+    /// Makes the key (`key_group`, `key`) resident and leaves its RocksDB key in `scratch`.
+    fn resident(&mut self, key_group: KeyGroup, key: &[u8], hydrate: bool) -> Result<()> {
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        if hydrate && !self.working.contains_key(self.scratch.as_slice()) {
+            self.point_hydrate()?;
+        }
+        Ok(())
+    }
+
+    fn release_slot_reservation(&mut self, reserved: usize) {
+        self.reservation.shrink(reserved);
+    }
+}
+
+fn mark_dirty<V>(slot: &mut Slot<V>, dirty: &mut u64) {
+    if !slot.dirty {
+        slot.dirty = true;
+        *dirty += 1;
+    }
+}
+
+impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
+    type Codec = C;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_groups(&self) -> KeyGroupRange {
+        self.key_groups
+    }
+
+    fn begin_bundle(&mut self, keys: &[(KeyGroup, &[u8])]) -> Result<()> {
+        self.check_bundle("begin_bundle", false)?;
+        for (key_group, _) in keys {
+            self.check_key_group(*key_group)?;
+        }
+        self.working.clear();
+        self.dirty = 0;
+        if !keys.is_empty() {
+            let composite: Vec<Vec<u8>> = keys
+                .iter()
+                .map(|(kg, key)| {
+                    let mut out = Vec::with_capacity(self.prefix_bytes + key.len());
+                    composite_key(&mut out, *kg, self.prefix_bytes, key);
+                    out
+                })
+                .collect();
+            let decoded = {
+                let st = self.shared.read();
+                let cf = st.table_cf(&self.name)?;
+                let results = st.db.batched_multi_get_cf(&cf, &composite, false);
+                let mut hits = Vec::with_capacity(results.len());
+                let mut pinned = Vec::with_capacity(results.len());
+                for (i, result) in results.into_iter().enumerate() {
+                    if let Some(slice) = result.map_err(rocks_api("batched read"))? {
+                        hits.push(i);
+                        pinned.push(slice);
+                    }
+                }
+                // Decoded straight from the pinned slices, which borrow the database.
+                let (timestamps, values) = self.decode_stored(pinned.iter().map(|s| &**s))?;
+                (hits, timestamps, values)
+            };
+            self.stats.hydration_batches += 1;
+            self.stats.hydrated_keys += keys.len() as u64;
+            let (hits, timestamps, values) = decoded;
+            let mut found = hits
+                .into_iter()
+                .zip(timestamps.into_iter().zip(values))
+                .peekable();
+            for (i, key) in composite.into_iter().enumerate() {
+                let slot = match found.next_if(|(hit, _)| *hit == i) {
+                    Some((_, (last_access, value))) => Slot {
+                        value: Some(value),
+                        live: true,
+                        last_access,
+                        dirty: false,
+                        reserved: 0,
+                    },
+                    None => Slot::absent(),
+                };
+                self.working.insert(key.into_boxed_slice(), slot);
+            }
+        }
+        self.bundle_open = true;
+        self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
+        self.check_bundle("get", true)?;
+        self.check_key_group(key_group)?;
+        self.resident(key_group, key, true)?;
+        let now = self.now();
+        let Self {
+            working,
+            scratch,
+            ttl,
+            dirty,
+            ..
+        } = self;
+        let Some(slot) = working.get_mut(scratch.as_slice()) else {
+            return Ok(None);
+        };
+        if !slot.live {
+            return Ok(None);
+        }
+        if let Some(ttl) = ttl {
+            if ttl.is_expired(slot.last_access, now) {
+                slot.live = false;
+                mark_dirty(slot, dirty);
+                return Ok(match ttl.visibility {
+                    TtlVisibility::ReturnExpiredIfNotCleanedUp => slot.value.as_ref(),
+                    TtlVisibility::NeverReturnExpired => None,
+                });
+            }
+            if ttl.update_type == TtlUpdateType::OnReadAndWrite {
+                slot.last_access = now;
+                mark_dirty(slot, dirty);
+            }
+        }
+        Ok(slot.value.as_ref())
+    }
+
+    fn put(&mut self, key_group: KeyGroup, key: &[u8], value: C::Value) -> Result<()> {
+        self.check_bundle("put", true)?;
+        self.check_key_group(key_group)?;
+        self.resident(key_group, key, false)?;
+        let now = self.now();
+        let needed = self.scratch.len() + size_of::<Slot<C::Value>>() + self.codec.heap_size(&value);
+        let previous = self
+            .working
+            .get(self.scratch.as_slice())
+            .map_or(0, |s| s.reserved);
+        if needed > previous {
+            self.reservation.try_grow(needed - previous)?;
+        } else {
+            self.reservation.shrink(previous - needed);
+        }
+        let Self {
+            working,
+            scratch,
+            dirty,
+            ..
+        } = self;
+        let slot = match working.get_mut(scratch.as_slice()) {
+            Some(slot) => slot,
+            None => working
+                .entry(scratch.clone().into_boxed_slice())
+                .or_insert_with(Slot::absent),
+        };
+        slot.value = Some(value);
+        slot.live = true;
+        slot.last_access = now;
+        slot.reserved = needed;
+        mark_dirty(slot, dirty);
+        Ok(())
+    }
+
+    fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
+        self.check_bundle("remove", true)?;
+        self.check_key_group(key_group)?;
+        self.resident(key_group, key, true)?;
+        let Self {
+            working,
+            scratch,
+            dirty,
+            ..
+        } = self;
+        let mut freed = 0;
+        if let Some(slot) = working.get_mut(scratch.as_slice()) {
+            if slot.live {
+                slot.live = false;
+                slot.value = None;
+                freed = std::mem::take(&mut slot.reserved);
+                mark_dirty(slot, dirty);
+            }
+        }
+        self.release_slot_reservation(freed);
+        Ok(())
+    }
+
+    fn commit_bundle(&mut self) -> Result<()> {
+        self.check_bundle("commit_bundle", true)?;
+        let mut batch = WriteBatch::default();
+        {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            let mut puts: Vec<(&[u8], (i64, &C::Value))> = Vec::new();
+            for (key, slot) in &self.working {
+                if !slot.dirty {
+                    continue;
+                }
+                match (&slot.value, slot.live) {
+                    (Some(value), true) => puts.push((key, (slot.last_access, value))),
+                    _ => batch.delete_cf(&cf, key),
+                }
+            }
+            let entries: Vec<(i64, &C::Value)> = puts.iter().map(|p| p.1).collect();
+            self.encode_stored(&entries, |i, value| {
+                if let Some((key, _)) = puts.get(i) {
+                    batch.put_cf(&cf, key, value);
+                }
+            })?;
+            if !batch.is_empty() {
+                st.db
+                    .write_opt(batch, &self.shared.write_options)
+                    .map_err(rocks_api("commit"))?;
+            }
+        }
+        self.stats.written_keys += self.dirty;
+        self.stats.bundles += 1;
+        self.dirty = 0;
+        self.working.clear();
+        self.reservation.free();
+        self.bundle_open = false;
+        self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Scans at most `4 * max_entries` (at least 64) entries from a cursor (wrapping at the
+    /// end of the table) and deletes the expired ones among them, at most `max_entries`, in
+    /// one write batch. Tables without TTL return `Ok(0)`. The TTL compaction filter removes
+    /// expired entries in the background as well.
+    fn sweep_expired(&mut self, max_entries: usize) -> Result<usize> {
+        self.check_bundle("sweep_expired", false)?;
+        let Some(ttl) = self.ttl else {
+            return Ok(0);
+        };
+        if max_entries == 0 {
+            return Ok(0);
+        }
+        let now = self.clock.now_millis();
+        let budget = max_entries.saturating_mul(4).max(64);
+        let st = self.shared.read();
+        let cf = st.table_cf(&self.name)?;
+        let mut batch = WriteBatch::default();
+        let mut removed = 0;
+        let mut scanned = 0;
+        let mut iter = st.db.raw_iterator_cf(&cf);
+        match &self.sweep_cursor {
+            Some(cursor) => iter.seek(cursor),
+            None => iter.seek_to_first(),
+        }
+        let mut next_cursor = None;
+        while let Some((key, value)) = iter.item() {
+            if scanned >= budget || removed >= max_entries {
+                next_cursor = Some(key.to_vec());
+                break;
+            }
+            scanned += 1;
+            if split_value(value).is_some_and(|(ts, _)| ttl.is_expired(ts, now)) {
+                batch.delete_cf(&cf, key);
+                removed += 1;
+            }
+            iter.next();
+        }
+        iter.status().map_err(rocks_api("sweep scan"))?;
+        drop(iter);
+        if !batch.is_empty() {
+            st.db
+                .write_opt(batch, &self.shared.write_options)
+                .map_err(rocks_api("sweep"))?;
+        }
+        drop(cf);
+        drop(st);
+        self.sweep_cursor = next_cursor;
+        Ok(removed)
+    }
+
+    fn stats(&self) -> TableStats {
+        self.stats
+    }
+}
+
+impl<C: ValueCodec> Drop for RocksKeyedTable<C> {
+    fn drop(&mut self) {
+        if self.bundle_open {
+            self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
+        }
+        if let Some(cf) = self.staged_cf.take() {
+            self.shared.drop_cf(&cf);
+        }
+    }
+}
+
+impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
+    fn table_name(&self) -> &str {
+        &self.name
+    }
+
+    fn table_key_groups(&self) -> KeyGroupRange {
+        self.key_groups
+    }
+
+    fn canonical_schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    /// A prefix scan of the key group (RocksDB's order is the key order), expired rows left
+    /// out, the values decoded with one arrow-row conversion and one codec call — only here,
+    /// when a canonical snapshot asks for them.
+    fn export_key_group(&self, key_group: KeyGroup) -> Result<Option<RecordBatch>> {
+        self.check_bundle("export_key_group", false)?;
+        self.check_key_group(key_group)?;
+        let now = self.ttl.map(|_| self.clock.now_millis());
+        let mut prefix = Vec::with_capacity(2);
+        composite_key(&mut prefix, key_group, self.prefix_bytes, &[]);
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut stored: Vec<Vec<u8>> = Vec::new();
+        let mut scratch = MemoryReservation::new(Arc::clone(self.reservation.pool()));
+        {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            let mut options = ReadOptions::default();
+            options.set_iterate_upper_bound(key_group_upper_bound(key_group, self.prefix_bytes));
+            options.fill_cache(false);
+            let mut iter = st.db.raw_iterator_cf_opt(&cf, options);
+            iter.seek(&prefix);
+            while let Some((key, value)) = iter.item() {
+                let expired = match (now, self.ttl, split_value(value)) {
+                    (Some(now), Some(ttl), Some((ts, _))) => ttl.is_expired(ts, now),
+                    _ => false,
+                };
+                if !expired {
+                    scratch.try_grow(key.len() + value.len() + 2 * size_of::<Vec<u8>>())?;
+                    keys.push(key.get(self.prefix_bytes..).unwrap_or_default().to_vec());
+                    stored.push(value.to_vec());
+                }
+                iter.next();
+            }
+            iter.status().map_err(rocks_api("export scan"))?;
+        }
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let (timestamps, values) = self.decode_stored(stored.iter().map(Vec::as_slice))?;
+        let rows: Vec<(&[u8], i64, &C::Value)> = keys
+            .iter()
+            .zip(&timestamps)
+            .zip(&values)
+            .map(|((k, ts), v)| (k.as_slice(), if self.ttl.is_some() { *ts } else { 0 }, v))
+            .collect();
+        encode_canonical_batch(&self.schema, &self.codec, &rows).map(Some)
+    }
+
+    /// Decodes the sections once and bulk-loads them into a fresh staging column family with
+    /// large write batches (WAL off); the table's visible state is untouched until
+    /// [`commit_restore`](CanonicalTable::commit_restore) swaps the family in.
+    fn stage_restore(&mut self, batches: Vec<(KeyGroup, RecordBatch)>) -> Result<()> {
+        self.check_bundle("restore", false)?;
+        self.abort_restore();
+        let cf_name = self.shared.create_table_cf(&self.name)?;
+        self.staged_cf = Some(cf_name.clone());
+        let result = self.fill_staging(&cf_name, &batches);
+        if result.is_err() {
+            self.abort_restore();
+        }
+        result
+    }
+
+    fn commit_restore(&mut self) {
+        let staged = self.staged_cf.take();
+        let cf = match staged {
+            Some(cf) => cf,
+            // Nothing staged: the table becomes empty.
+            None => match self.shared.create_table_cf(&self.name) {
+                Ok(cf) => cf,
+                Err(_) => return self.clear_fallback(),
+            },
+        };
+        self.shared.swap_table_cf(&self.name, cf);
+        self.sweep_cursor = None;
+    }
+
+    fn abort_restore(&mut self) {
+        if let Some(cf) = self.staged_cf.take() {
+            self.shared.drop_cf(&cf);
+        }
+    }
+}
+
+impl<C: ValueCodec> RocksKeyedTable<C> {
+    fn fill_staging(&self, cf_name: &str, batches: &[(KeyGroup, RecordBatch)]) -> Result<()> {
+        let st = self.shared.read();
+        let cf = st.cf(cf_name)?;
+        let mut batch = WriteBatch::default();
+        let mut key = Vec::new();
+        for (key_group, record_batch) in batches {
+            self.check_key_group(*key_group)?;
+            let mut staging = MemoryReservation::new(Arc::clone(self.reservation.pool()));
+            staging.try_grow(record_batch.get_array_memory_size())?;
+            let decoded = decode_canonical_batch(&self.codec, record_batch)?;
+            let heap: usize = decoded
+                .values
+                .iter()
+                .map(|v| size_of::<C::Value>() + self.codec.heap_size(v))
+                .sum();
+            staging.try_grow(heap)?;
+            let entries: Vec<(i64, &C::Value)> = decoded
+                .last_access
+                .iter()
+                .copied()
+                .zip(&decoded.values)
+                .collect();
+            let mut failed = None;
+            self.encode_stored(&entries, |i, value| {
+                if i >= decoded.keys.len() || decoded.keys.is_null(i) {
+                    failed = Some(());
+                    return;
+                }
+                let k = decoded.keys.value(i);
+                composite_key(&mut key, *key_group, self.prefix_bytes, k);
+                batch.put_cf(&cf, &key, value);
+            })?;
+            if failed.is_some() {
+                return Err(Error::Codec {
+                    column: state_api::KEY_COLUMN.to_owned(),
+                    reason: "null key",
+                });
+            }
+            if batch.size_in_bytes() >= RESTORE_BATCH_BYTES {
+                let full = std::mem::take(&mut batch);
+                st.db
+                    .write_opt(full, &self.shared.write_options)
+                    .map_err(rocks_api("restore load"))?;
+            }
+        }
+        if !batch.is_empty() {
+            st.db
+                .write_opt(batch, &self.shared.write_options)
+                .map_err(rocks_api("restore load"))?;
+        }
+        Ok(())
+    }
+
+    /// `commit_restore` without a staged family when no new family can be created: delete
+    /// every entry in place (best effort; `commit_restore` cannot report failure).
+    fn clear_fallback(&mut self) {
+        let st = self.shared.read();
+        let Ok(cf) = st.table_cf(&self.name) else {
+            return;
+        };
+        let mut batch = WriteBatch::default();
+        let mut iter = st.db.raw_iterator_cf(&cf);
+        iter.seek_to_first();
+        while let Some(key) = iter.key() {
+            batch.delete_cf(&cf, key);
+            iter.next();
+        }
+        drop(iter);
+        let _ = st.db.write_opt(batch, &self.shared.write_options);
+    }
+}
