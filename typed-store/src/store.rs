@@ -155,12 +155,8 @@ fn cf_options(slot: &RocksSlot, cell: Arc<TtlCell>, clock: Arc<dyn Clock>) -> Op
 }
 
 fn put_meta(db: &Db, write_options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-    let cf = db
-        .cf_handle(DEFAULT_COLUMN_FAMILY_NAME)
-        .ok_or_else(|| Error::CorruptMetadata {
-            key: DEFAULT_COLUMN_FAMILY_NAME.to_owned(),
-        })?;
-    db.put_cf_opt(&cf, key, value, write_options)
+    // The default column family (metadata) is the database's own put.
+    db.put_opt(key, value, write_options)
         .map_err(Error::rocks("write metadata"))
 }
 
@@ -460,20 +456,22 @@ impl RocksStore {
     /// A RocksDB failure.
     pub fn property_sum(&self, name: &str, per_family: bool) -> Result<u64> {
         let st = self.shared.read();
-        let mut names = vec![DEFAULT_COLUMN_FAMILY_NAME.to_owned()];
+        let mut total = st
+            .db
+            .property_int_value(name)
+            .map_err(Error::rocks("read property"))?
+            .unwrap_or(0);
         if per_family {
-            names.extend(st.cf_of.values().cloned());
-        }
-        let mut total = 0;
-        for cf_name in &names {
-            let Some(cf) = st.db.cf_handle(cf_name) else {
-                continue;
-            };
-            total += st
-                .db
-                .property_int_value_cf(&cf, name)
-                .map_err(Error::rocks("read property"))?
-                .unwrap_or(0);
+            for cf_name in st.cf_of.values() {
+                let Some(cf) = st.db.cf_handle(cf_name) else {
+                    continue;
+                };
+                total += st
+                    .db
+                    .property_int_value_cf(&cf, name)
+                    .map_err(Error::rocks("read property"))?
+                    .unwrap_or(0);
+            }
         }
         Ok(total)
     }
