@@ -48,8 +48,8 @@ pub use memory::{
 };
 pub use model::model_based_operations_match_btreemap;
 pub use snapshot::{
-    canonical_snapshot_is_byte_identical, canonical_snapshot_round_trip,
-    multiple_tables_share_one_envelope, rescale_at_max_parallelism_128,
+    canonical_snapshot_is_byte_identical, canonical_snapshot_round_trip, cross_backend_exchange,
+    cross_backend_rescale, multiple_tables_share_one_envelope, rescale_at_max_parallelism_128,
     rescale_at_max_parallelism_32768, restore_rejects_corrupt_chunk,
     restore_rejects_duplicate_key_group, restore_rejects_schema_mismatch,
     restore_rejects_truncated_snapshot, restore_rejects_undecodable_values,

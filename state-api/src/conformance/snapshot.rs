@@ -224,7 +224,9 @@ pub fn multiple_tables_share_one_envelope<F: StoreFactory>(f: &F) {
     assert!(with_both > 0, "some key group holds both tables");
 }
 
-fn rescale<F: StoreFactory>(f: &F, mp: MaxParallelism, n: usize) {
+/// Writes `n` keys through 3 subtasks made by `f`, snapshots them canonically, and restores
+/// them onto 2 and onto 5 subtasks made by `g`.
+fn rescale<F: StoreFactory, G: StoreFactory>(f: &F, g: &G, mp: MaxParallelism, n: usize) {
     let clock = ManualClock::new(1);
     let old_p = Parallelism::new(3).expect("p");
     let keys: Vec<Key> = (0..n).map(|i| key(i, mp)).collect();
@@ -255,7 +257,7 @@ fn rescale<F: StoreFactory>(f: &F, mp: MaxParallelism, n: usize) {
                 .expect("config")
                 .with_clock(Arc::new(clock.clone()));
             let range = config.key_groups();
-            let mut store = f.create(config);
+            let mut store = g.create(config);
             let mut t = store.open_table("main", I64Codec, None).expect("open");
             let pool = Arc::clone(store.config().memory_pool());
             let summary =
@@ -296,13 +298,58 @@ fn rescale<F: StoreFactory>(f: &F, mp: MaxParallelism, n: usize) {
 /// 3 subtasks at max parallelism 128 restored onto 2 and onto 5: every key exactly once, at
 /// the subtask owning its key group.
 pub fn rescale_at_max_parallelism_128<F: StoreFactory>(f: &F) {
-    rescale(f, max_parallelism(128), 600);
+    rescale(f, f, max_parallelism(128), 600);
 }
 
 /// As [`rescale_at_max_parallelism_128`] at max parallelism 32768 (2-byte key-group
 /// prefixes in RocksDB).
 pub fn rescale_at_max_parallelism_32768<F: StoreFactory>(f: &F) {
-    rescale(f, max_parallelism(32_768), 400);
+    rescale(f, f, max_parallelism(32_768), 400);
+}
+
+/// Two backends: the same logical state gives byte-identical canonical snapshots on both, and
+/// state moves `f` -> `g` -> `f` exactly (each restore replaces other state the target held).
+/// Not part of [`conformance_tests!`](crate::conformance_tests), which sees one backend; run
+/// it from a crate that depends on both.
+pub fn cross_backend_exchange<F: StoreFactory, G: StoreFactory>(f: &F, g: &G) {
+    let clock = ManualClock::new(7_000);
+    let mut on_f = Filled::new(f, &clock, 200, 0);
+    let on_g = Filled::new(g, &clock, 200, 0);
+    let snapshot = on_f.snapshot("op");
+    assert!(!snapshot.key_groups().expect("key groups").is_empty());
+    assert_eq!(
+        on_g.snapshot("op"),
+        snapshot,
+        "the same logical state gives byte-identical canonical snapshots on both backends"
+    );
+    let expected = on_f.state();
+
+    let mut moved_to_g = Filled::new(g, &clock, 50, 500);
+    moved_to_g
+        .restore("op", &[&snapshot])
+        .expect("restore f -> g");
+    moved_to_g.keys.clone_from(&on_f.keys);
+    assert_eq!(moved_to_g.state(), expected, "state after f -> g");
+    let from_g = moved_to_g.snapshot("op");
+    assert_eq!(from_g, snapshot, "f -> g keeps the canonical bytes");
+
+    let mut back_to_f = Filled::new(f, &clock, 10, 900);
+    back_to_f.restore("op", &[&from_g]).expect("restore g -> f");
+    back_to_f.keys.clone_from(&on_f.keys);
+    assert_eq!(back_to_f.state(), expected, "state after f -> g -> f");
+    assert_eq!(
+        back_to_f.snapshot("op"),
+        snapshot,
+        "f -> g -> f keeps the canonical bytes"
+    );
+}
+
+/// Two backends: 3 subtasks of `f` restored onto 2 and onto 5 subtasks of `g`, at max
+/// parallelism 128 and 32768; every key exactly once, at the subtask owning its key group.
+/// Like [`cross_backend_exchange`], run from a crate that depends on both backends.
+pub fn cross_backend_rescale<F: StoreFactory, G: StoreFactory>(f: &F, g: &G) {
+    rescale(f, g, max_parallelism(128), 300);
+    rescale(f, g, max_parallelism(32_768), 200);
 }
 
 /// A target holding state A; a restore from `sources` (state B, corrupted by `corrupt`)
