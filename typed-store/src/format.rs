@@ -60,17 +60,16 @@ pub(crate) fn composite_key(
     out.extend_from_slice(key);
 }
 
-/// The first key after every key with this key group's prefix (exclusive upper bound).
+/// The first key after every key with this key group's prefix (exclusive upper bound):
+/// the prefix of `key_group + 1`, which still fits the width (key groups of a 1-byte prefix
+/// are at most 127, of a 2-byte prefix at most 32767).
 pub(crate) fn key_group_upper_bound(key_group: KeyGroup, prefix_bytes: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(2);
-    let next = KeyGroup::new(key_group.get() + 1);
-    match next {
-        // Key groups stop at 32767, so +1 still fits the prefix's width except for the last
-        // 1-byte key group (127 -> 128 still fits a byte).
-        Ok(next) => push_key_group_prefix(&mut out, next, prefix_bytes),
-        Err(_) => out.resize(prefix_bytes + 1, 0xFF),
+    let [_, _, hi, lo] = (key_group.get() + 1).to_be_bytes();
+    if prefix_bytes == 1 {
+        vec![lo]
+    } else {
+        vec![hi, lo]
     }
-    out
 }
 
 /// The max parallelism's prefix width.
@@ -262,7 +261,7 @@ mod tests {
         assert_eq!(key_group_upper_bound(KeyGroup::new(127).unwrap(), 1), [128]);
         assert_eq!(
             key_group_upper_bound(KeyGroup::new(32767).unwrap(), 2),
-            [0xFF, 0xFF, 0xFF]
+            [0x80, 0x00]
         );
     }
 
@@ -275,7 +274,12 @@ mod tests {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from_iter_values(0..80)),
             Arc::new(Float64Array::from_iter_values((0..80).map(f64::from))),
-            Arc::new(strings.iter().map(Option::as_deref).collect::<StringArray>()),
+            Arc::new(
+                strings
+                    .iter()
+                    .map(Option::as_deref)
+                    .collect::<StringArray>(),
+            ),
         ];
         let rows = codec.encode("t", &columns).unwrap();
         for row in &rows {
@@ -288,9 +292,7 @@ mod tests {
             longer.push(0);
             assert!(!codec.well_formed(&longer));
         }
-        let decoded = codec
-            .decode("t", rows.iter().map(|r| r.data()))
-            .unwrap();
+        let decoded = codec.decode("t", rows.iter().map(|r| r.data())).unwrap();
         assert_eq!(decoded.len(), 3);
         assert_eq!(&decoded[2], &columns[2]);
     }

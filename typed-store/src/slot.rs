@@ -246,7 +246,10 @@ mod tests {
         assert_eq!(m.arena_block_size, 8 << 20);
         assert_eq!(m.mutable_limit, (100 << 20) * 7 / 8);
         let small = SlotMemory::try_new(3 << 20, 0.5, 64 << 20).unwrap();
-        assert_eq!(small.arena_block_size, calculate_default_arena_block_size(1 << 20));
+        assert_eq!(
+            small.arena_block_size,
+            calculate_default_arena_block_size(1 << 20)
+        );
         assert!(SlotMemory::try_new(0, 0.5, 1).is_err());
         assert!(SlotMemory::try_new(1, 1.0, 1).is_err());
     }

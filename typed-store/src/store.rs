@@ -12,14 +12,12 @@ use rocksdb::{
     BoundColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DBWithThreadMode,
     DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, WriteOptions,
 };
-use state_api::{
-    Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TtlConfig, ValueCodec,
-};
+use state_api::{Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TtlConfig, ValueCodec};
 
 use crate::error::{Error, Result};
 use crate::format::{
-    FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_COLUMNS_PREFIX,
-    META_TABLE_CF_PREFIX, TABLE_CF_PREFIX, describe_fields,
+    FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_CF_PREFIX,
+    META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX, describe_fields,
 };
 use crate::slot::RocksSlot;
 use crate::table::RocksKeyedTable;
@@ -130,16 +128,16 @@ impl Shared {
 
     /// Maps `table` to column family `cf`, dropping the family it replaces; cannot fail (the
     /// metadata write is best effort here and repeated before every checkpoint).
-    pub(crate) fn swap_table_cf(&self, table: &str, cf: String) {
+    pub(crate) fn swap_table_cf(&self, table: &str, cf: &str) {
         let mut st = self.write();
-        let old = st.cf_of.insert(table.to_owned(), cf.clone());
+        let old = st.cf_of.insert(table.to_owned(), cf.to_owned());
         let _ = put_meta(
             &st.db,
             &self.write_options,
             format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
             cf.as_bytes(),
         );
-        if let Some(old) = old.filter(|o| *o != cf) {
+        if let Some(old) = old.filter(|o| o != cf) {
             let _ = st.db.drop_cf(&old);
             st.ttl_cells.remove(&old);
         }
@@ -162,6 +160,49 @@ fn put_meta(db: &Db, write_options: &WriteOptions, key: &[u8], value: &[u8]) -> 
 
 fn get_meta(db: &Db, key: &[u8]) -> Result<Option<Vec<u8>>> {
     db.get(key).map_err(Error::rocks("read metadata"))
+}
+
+/// Checks the format and max parallelism of an existing store; writes them into a new one.
+fn check_metadata(db: &Db, write_options: &WriteOptions, config: &StoreConfig) -> Result<()> {
+    // Format and max parallelism: checked on an existing store, written on a new one.
+    match get_meta(db, META_FORMAT_KEY)? {
+        Some(found) if found != FORMAT_VERSION.as_bytes() => {
+            return Err(Error::FormatVersionMismatch {
+                expected: FORMAT_VERSION.to_owned(),
+                found: String::from_utf8_lossy(&found).into_owned(),
+            });
+        }
+        Some(_) => {}
+        None => put_meta(
+            db,
+            write_options,
+            META_FORMAT_KEY,
+            FORMAT_VERSION.as_bytes(),
+        )?,
+    }
+    let mp = config.max_parallelism().get();
+    match get_meta(db, META_MAX_PARALLELISM_KEY)? {
+        Some(found) => {
+            let found = <[u8; 4]>::try_from(found.as_slice())
+                .map(i32::from_be_bytes)
+                .map_err(|_| Error::CorruptMetadata {
+                    key: String::from_utf8_lossy(META_MAX_PARALLELISM_KEY).into_owned(),
+                })?;
+            if found != mp {
+                return Err(Error::MaxParallelismMismatch {
+                    expected: mp,
+                    found,
+                });
+            }
+        }
+        None => put_meta(
+            db,
+            write_options,
+            META_MAX_PARALLELISM_KEY,
+            &mp.to_be_bytes(),
+        )?,
+    }
+    Ok(())
 }
 
 /// Opens (creating if missing) the database in `dir`: every existing column family, the
@@ -200,39 +241,7 @@ fn open_db(
     let mut write_options = WriteOptions::default();
     write_options.disable_wal(true);
 
-    // Format and max parallelism: checked on an existing store, written on a new one.
-    match get_meta(&db, META_FORMAT_KEY)? {
-        Some(found) if found != FORMAT_VERSION.as_bytes() => {
-            return Err(Error::FormatVersionMismatch {
-                expected: FORMAT_VERSION.to_owned(),
-                found: String::from_utf8_lossy(&found).into_owned(),
-            });
-        }
-        Some(_) => {}
-        None => put_meta(&db, &write_options, META_FORMAT_KEY, FORMAT_VERSION.as_bytes())?,
-    }
-    let mp = config.max_parallelism().get();
-    match get_meta(&db, META_MAX_PARALLELISM_KEY)? {
-        Some(found) => {
-            let found = <[u8; 4]>::try_from(found.as_slice())
-                .map(i32::from_be_bytes)
-                .map_err(|_| Error::CorruptMetadata {
-                    key: String::from_utf8_lossy(META_MAX_PARALLELISM_KEY).into_owned(),
-                })?;
-            if found != mp {
-                return Err(Error::MaxParallelismMismatch {
-                    expected: mp,
-                    found,
-                });
-            }
-        }
-        None => put_meta(
-            &db,
-            &write_options,
-            META_MAX_PARALLELISM_KEY,
-            &mp.to_be_bytes(),
-        )?,
-    }
+    check_metadata(&db, &write_options, config)?;
 
     // Table map.
     let mut cf_of = HashMap::new();
@@ -553,14 +562,14 @@ impl RocksStore {
         let exists = self.shared.read().cf_of.contains_key(name);
         if exists {
             let st = self.shared.read();
-            if let Some(found) = get_meta(&st.db, columns_key.as_bytes())? {
-                if found != columns.as_bytes() {
-                    return Err(Error::TableSchemaMismatch {
-                        table: name.to_owned(),
-                        expected: columns.to_owned(),
-                        found: String::from_utf8_lossy(&found).into_owned(),
-                    });
-                }
+            if let Some(found) = get_meta(&st.db, columns_key.as_bytes())?
+                && found != columns.as_bytes()
+            {
+                return Err(Error::TableSchemaMismatch {
+                    table: name.to_owned(),
+                    expected: columns.to_owned(),
+                    found: String::from_utf8_lossy(&found).into_owned(),
+                });
             }
             let cf = st.cf_of.get(name).cloned().unwrap_or_default();
             if let Some(cell) = st.ttl_cells.get(&cf) {
@@ -620,7 +629,11 @@ impl NativeSnapshot for RocksStore {
     /// `<root>/checkpoints/chk-<n>/`.
     fn native_snapshot(&mut self) -> state_api::Result<RocksCheckpoint> {
         let n = self.shared.checkpoints.fetch_add(1, Ordering::SeqCst);
-        let dir = self.shared.root.join("checkpoints").join(format!("chk-{n}"));
+        let dir = self
+            .shared
+            .root
+            .join("checkpoints")
+            .join(format!("chk-{n}"));
         self.checkpoint_to(dir)
     }
 
@@ -638,9 +651,8 @@ impl NativeSnapshot for RocksStore {
             .last()
             .map_or(0, |(n, _)| n + 1);
         let dir = self.shared.root.join(format!("live-{next}"));
-        let result = materialise_checkpoint(&snapshot.dir, &dir).and_then(|()| {
-            open_db(&dir, &self.shared.slot, &self.shared.clock, &self.config)
-        });
+        let result = materialise_checkpoint(&snapshot.dir, &dir)
+            .and_then(|()| open_db(&dir, &self.shared.slot, &self.shared.clock, &self.config));
         let mut fresh = match result {
             Ok(state) => state,
             Err(err) => {

@@ -16,14 +16,15 @@ use state_api::{
 };
 
 use crate::error::{Error as RocksError, rocks_api};
-use crate::format::{
-    RowCodec, composite_key, key_group_upper_bound, prefix_bytes, split_value,
-};
+use crate::format::{RowCodec, composite_key, key_group_upper_bound, prefix_bytes, split_value};
 use crate::store::Shared;
 
 /// Bytes of one restore write batch before it is written (large batches amortise the write
 /// path; bounded so staging memory stays bounded).
 const RESTORE_BATCH_BYTES: usize = 8 << 20;
+
+/// A dirty live entry at commit: (RocksDB key, (timestamp, value)).
+type PendingPut<'a, V> = (&'a [u8], (i64, &'a V));
 
 /// One key of the working map.
 #[derive(Debug)]
@@ -206,9 +207,9 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     }
 
     /// Encodes `(timestamp, value)` pairs into stored values, handing each to `sink` in order.
-    fn encode_stored<'v>(
+    fn encode_stored(
         &self,
-        entries: &[(i64, &'v C::Value)],
+        entries: &[(i64, &C::Value)],
         mut sink: impl FnMut(usize, &[u8]),
     ) -> Result<()> {
         if entries.is_empty() {
@@ -388,7 +389,8 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         self.check_key_group(key_group)?;
         self.resident(key_group, key, false)?;
         let now = self.now();
-        let needed = self.scratch.len() + size_of::<Slot<C::Value>>() + self.codec.heap_size(&value);
+        let needed =
+            self.scratch.len() + size_of::<Slot<C::Value>>() + self.codec.heap_size(&value);
         let previous = self
             .working
             .get(self.scratch.as_slice())
@@ -429,13 +431,13 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             ..
         } = self;
         let mut freed = 0;
-        if let Some(slot) = working.get_mut(scratch.as_slice()) {
-            if slot.live {
-                slot.live = false;
-                slot.value = None;
-                freed = std::mem::take(&mut slot.reserved);
-                mark_dirty(slot, dirty);
-            }
+        if let Some(slot) = working.get_mut(scratch.as_slice())
+            && slot.live
+        {
+            slot.live = false;
+            slot.value = None;
+            freed = std::mem::take(&mut slot.reserved);
+            mark_dirty(slot, dirty);
         }
         self.release_slot_reservation(freed);
         Ok(())
@@ -447,7 +449,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
-            let mut puts: Vec<(&[u8], (i64, &C::Value))> = Vec::new();
+            let mut puts: Vec<PendingPut<'_, C::Value>> = Vec::new();
             for (key, slot) in &self.working {
                 if !slot.dirty {
                     continue;
@@ -630,7 +632,7 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
                 Err(_) => return self.clear_fallback(),
             },
         };
-        self.shared.swap_table_cf(&self.name, cf);
+        self.shared.swap_table_cf(&self.name, &cf);
         self.sweep_cursor = None;
     }
 

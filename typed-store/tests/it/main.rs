@@ -1,0 +1,10 @@
+//! Integration tests of the public API: one test binary (every binary linking RocksDB is
+//! large), one module per theme.
+
+mod checkpoint;
+mod crash;
+mod flink_vectors;
+mod format;
+mod slot_sharing;
+mod ttl_compaction;
+mod util;
