@@ -80,11 +80,18 @@ pub(crate) struct Shared {
     pub(crate) open_bundles: AtomicUsize,
     checkpoints: AtomicU64,
     pub(crate) write_options: WriteOptions,
+    /// Options of the SST files a large canonical restore writes (the tables' compression).
+    pub(crate) sst_options: Options,
 }
 
 impl Shared {
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, DbState> {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The path of the SST file a restore into staging family `cf` writes.
+    pub(crate) fn staging_file(&self, cf: &str) -> PathBuf {
+        self.root.join(format!("staging-{cf}.sst"))
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, DbState> {
@@ -394,6 +401,11 @@ impl RocksStore {
                 open_bundles: AtomicUsize::new(0),
                 checkpoints: AtomicU64::new(checkpoints),
                 write_options,
+                sst_options: {
+                    let mut options = Options::default();
+                    options.set_compression_type(DBCompressionType::Lz4);
+                    options
+                },
             }),
             config,
             names: HashSet::new(),

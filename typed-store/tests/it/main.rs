@@ -5,6 +5,7 @@ mod checkpoint;
 mod crash;
 mod flink_vectors;
 mod format;
+mod restore;
 mod slot_sharing;
 mod ttl_compaction;
 mod util;
