@@ -79,6 +79,8 @@ pub(crate) struct Shared {
     /// Bundles currently open over all tables.
     pub(crate) open_bundles: AtomicUsize,
     checkpoints: AtomicU64,
+    /// Bumped when the database is replaced (native restore): tables drop their caches.
+    generation: AtomicU64,
     pub(crate) write_options: WriteOptions,
     /// Options of the SST files a large canonical restore writes (the tables' compression).
     pub(crate) sst_options: Options,
@@ -87,6 +89,11 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, DbState> {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The current database generation.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// The path of the SST file a restore into staging family `cf` writes.
@@ -400,6 +407,7 @@ impl RocksStore {
                 tables: Mutex::new(HashMap::new()),
                 open_bundles: AtomicUsize::new(0),
                 checkpoints: AtomicU64::new(checkpoints),
+                generation: AtomicU64::new(0),
                 write_options,
                 sst_options: {
                     let mut options = Options::default();
@@ -699,6 +707,7 @@ impl NativeSnapshot for RocksStore {
             }
         }
         let old = std::mem::replace(&mut *self.shared.write(), fresh);
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
         let old_dir = old.dir.clone();
         drop(old);
         let _ = fs::remove_dir_all(old_dir);

@@ -99,6 +99,9 @@ impl Loader<'_> {
     }
 }
 
+/// Entries the working map keeps as a clean cache between bundles before it is cleared.
+const CACHE_MAX_ENTRIES: usize = 1 << 16;
+
 /// A dirty live entry at commit: (RocksDB key, (timestamp, value)).
 type PendingPut<'a, V> = (&'a [u8], (i64, &'a V));
 
@@ -129,19 +132,22 @@ impl<V> Slot<V> {
 
 /// A keyed table stored in its own RocksDB column family.
 ///
-/// - [`begin_bundle`](KeyedTable::begin_bundle) fetches every named key with **one**
-///   `batched_multi_get_cf` (pinned values, input order, keys need not be sorted) and decodes
-///   all hits with one arrow-row conversion and one [`ValueCodec::decode`] into the working
-///   map. A key not named is fetched alone with `get_pinned_cf` (counted in
-///   [`TableStats::point_hydrations`]) and stays resident for the bundle.
+/// - [`begin_bundle`](KeyedTable::begin_bundle) fetches every named key that is not cached
+///   with **one** `batched_multi_get_cf` (pinned values, input order, keys need not be
+///   sorted) and decodes all hits with one arrow-row conversion and one
+///   [`ValueCodec::decode`] into the working map. A key not named is fetched alone with
+///   `get_pinned_cf` (counted in [`TableStats::point_hydrations`]) and stays resident.
 /// - [`commit_bundle`](KeyedTable::commit_bundle) encodes the dirty values with one
 ///   [`ValueCodec::encode`] and one arrow-row conversion and writes every dirty key once in
-///   **one** `WriteBatch` with the WAL off; then the working map is cleared (RocksDB's block
-///   cache and memtables are the cache between bundles). Nothing is buffered above RocksDB
-///   and no flush is forced.
-/// - Memory: each pending write reserves `key length + size_of::<Slot<V>>() +`
-///   [`ValueCodec::heap_size`] from the store's pool until the commit; a refused reservation
-///   is [`Error::MemoryExhausted`] and leaves the key as it was.
+///   **one** `WriteBatch` with the WAL off. Nothing dirty is buffered above RocksDB and no
+///   flush is forced; the working map then stays a **clean cache** of committed state
+///   (write-through), so hot keys of later bundles need no read. Removed and expired keys
+///   leave it; it is cleared after a restore, a sweep that removed entries, or once it holds
+///   more than 65536 entries.
+/// - Memory: every resident entry (pending write or cached value) reserves
+///   `key length + size_of::<Slot<V>>() +` [`ValueCodec::heap_size`] from the store's pool. A
+///   refused reservation on `put` is [`Error::MemoryExhausted`] and leaves the key as it was;
+///   a hydrated value the pool refuses is kept for the bundle only.
 /// - TTL: Flink's rules on read (see [`KeyedTable`]), the TTL compaction filter in the
 ///   background, and [`sweep_expired`](KeyedTable::sweep_expired) as a bounded scan.
 pub struct RocksKeyedTable<C: ValueCodec> {
@@ -157,7 +163,12 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     working: HashMap<Box<[u8]>, Slot<C::Value>>,
     scratch: Vec<u8>,
     bundle_open: bool,
-    dirty: u64,
+    /// Keys dirtied in the open bundle, each once.
+    dirty_keys: Vec<Box<[u8]>>,
+    /// Keys resident for this bundle only (absent in RocksDB, or refused by the pool).
+    transient_keys: Vec<Box<[u8]>>,
+    /// The store generation the cached entries belong to (a native restore bumps it).
+    generation: u64,
     reservation: MemoryReservation,
     /// The column family filled by `stage_restore`, swapped in by `commit_restore`.
     staged_cf: Option<String>,
@@ -185,6 +196,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     ) -> Result<Self> {
         let fields = codec.fields();
         let rows = RowCodec::try_new(name, &fields)?;
+        let generation = shared.generation();
         Ok(Self {
             name: name.to_owned(),
             schema: canonical_schema(&fields),
@@ -198,7 +210,9 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             working: HashMap::new(),
             scratch: Vec::new(),
             bundle_open: false,
-            dirty: 0,
+            dirty_keys: Vec::new(),
+            transient_keys: Vec::new(),
+            generation,
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             staged_cf: None,
             sweep_cursor: None,
@@ -330,9 +344,32 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
                 }
             }
         };
-        self.working
-            .insert(self.scratch.clone().into_boxed_slice(), slot);
+        let key = self.scratch.clone().into_boxed_slice();
+        self.admit(key, slot);
         Ok(())
+    }
+
+    /// Inserts a hydrated slot: cached across bundles when the pool grants its memory,
+    /// otherwise (and for absent keys) resident for this bundle only.
+    fn admit(&mut self, key: Box<[u8]>, mut slot: Slot<C::Value>) {
+        let cost = slot
+            .value
+            .as_ref()
+            .map(|v| entry_cost::<C>(&self.codec, key.len(), v));
+        match cost {
+            Some(cost) if self.reservation.try_grow(cost).is_ok() => slot.reserved = cost,
+            _ => self.transient_keys.push(key.clone()),
+        }
+        if let Some(old) = self.working.insert(key, slot) {
+            self.reservation.shrink(old.reserved);
+        }
+    }
+
+    /// Drops every cached entry (after a restore or sweep changed RocksDB underneath).
+    fn clear_cache(&mut self) {
+        self.working.clear();
+        self.transient_keys.clear();
+        self.reservation.free();
     }
 
     /// Makes the key (`key_group`, `key`) resident and leaves its RocksDB key in `scratch`.
@@ -349,10 +386,16 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     }
 }
 
-fn mark_dirty<V>(slot: &mut Slot<V>, dirty: &mut u64) {
+/// Bytes a resident entry reserves: key, slot and the value's heap bytes.
+fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: &C::Value) -> usize {
+    key_len + size_of::<Slot<C::Value>>() + codec.heap_size(value)
+}
+
+/// Marks `slot` (of `key`) dirty, listing the key once per bundle.
+fn mark_dirty<V>(slot: &mut Slot<V>, dirty_keys: &mut Vec<Box<[u8]>>, key: &[u8]) {
     if !slot.dirty {
         slot.dirty = true;
-        *dirty += 1;
+        dirty_keys.push(key.into());
     }
 }
 
@@ -372,17 +415,21 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         for (key_group, _) in keys {
             self.check_key_group(*key_group)?;
         }
-        self.working.clear();
-        self.dirty = 0;
-        if !keys.is_empty() {
-            let composite: Vec<Vec<u8>> = keys
-                .iter()
-                .map(|(kg, key)| {
-                    let mut out = Vec::with_capacity(self.prefix_bytes + key.len());
-                    composite_key(&mut out, *kg, self.prefix_bytes, key);
-                    out
-                })
-                .collect();
+        let generation = self.shared.generation();
+        if generation != self.generation {
+            self.clear_cache();
+            self.generation = generation;
+        }
+        self.dirty_keys.clear();
+        // Only misses are read: the working map is a clean cache of committed state.
+        let mut composite: Vec<Vec<u8>> = Vec::new();
+        for (kg, key) in keys {
+            composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
+            if !self.working.contains_key(self.scratch.as_slice()) {
+                composite.push(self.scratch.clone());
+            }
+        }
+        if !composite.is_empty() {
             let decoded = {
                 let st = self.shared.read();
                 let cf = st.table_cf(&self.name)?;
@@ -400,7 +447,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
                 (hits, timestamps, values)
             };
             self.stats.hydration_batches += 1;
-            self.stats.hydrated_keys += keys.len() as u64;
+            self.stats.hydrated_keys += composite.len() as u64;
             let (hits, timestamps, values) = decoded;
             let mut found = hits
                 .into_iter()
@@ -417,7 +464,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
                     },
                     None => Slot::absent(),
                 };
-                self.working.insert(key.into_boxed_slice(), slot);
+                self.admit(key.into_boxed_slice(), slot);
             }
         }
         self.bundle_open = true;
@@ -434,7 +481,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             working,
             scratch,
             ttl,
-            dirty,
+            dirty_keys,
             ..
         } = self;
         let Some(slot) = working.get_mut(scratch.as_slice()) else {
@@ -446,7 +493,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         if let Some(ttl) = ttl {
             if ttl.is_expired(slot.last_access, now) {
                 slot.live = false;
-                mark_dirty(slot, dirty);
+                mark_dirty(slot, dirty_keys, scratch);
                 return Ok(match ttl.visibility {
                     TtlVisibility::ReturnExpiredIfNotCleanedUp => slot.value.as_ref(),
                     TtlVisibility::NeverReturnExpired => None,
@@ -454,7 +501,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             }
             if ttl.update_type == TtlUpdateType::OnReadAndWrite {
                 slot.last_access = now;
-                mark_dirty(slot, dirty);
+                mark_dirty(slot, dirty_keys, scratch);
             }
         }
         Ok(slot.value.as_ref())
@@ -479,7 +526,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         let Self {
             working,
             scratch,
-            dirty,
+            dirty_keys,
             ..
         } = self;
         let slot = match working.get_mut(scratch.as_slice()) {
@@ -492,7 +539,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         slot.live = true;
         slot.last_access = now;
         slot.reserved = needed;
-        mark_dirty(slot, dirty);
+        mark_dirty(slot, dirty_keys, scratch);
         Ok(())
     }
 
@@ -503,7 +550,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         let Self {
             working,
             scratch,
-            dirty,
+            dirty_keys,
             ..
         } = self;
         let mut freed = 0;
@@ -513,7 +560,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             slot.live = false;
             slot.value = None;
             freed = std::mem::take(&mut slot.reserved);
-            mark_dirty(slot, dirty);
+            mark_dirty(slot, dirty_keys, scratch);
         }
         self.release_slot_reservation(freed);
         Ok(())
@@ -525,11 +572,11 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
-            let mut puts: Vec<PendingPut<'_, C::Value>> = Vec::new();
-            for (key, slot) in &self.working {
-                if !slot.dirty {
+            let mut puts: Vec<PendingPut<'_, C::Value>> = Vec::with_capacity(self.dirty_keys.len());
+            for key in &self.dirty_keys {
+                let Some(slot) = self.working.get(key) else {
                     continue;
-                }
+                };
                 match (&slot.value, slot.live) {
                     (Some(value), true) => puts.push((key, (slot.last_access, value))),
                     _ => batch.delete_cf(&cf, key),
@@ -547,11 +594,33 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
                     .map_err(rocks_api("commit"))?;
             }
         }
-        self.stats.written_keys += self.dirty;
+        self.stats.written_keys += self.dirty_keys.len() as u64;
         self.stats.bundles += 1;
-        self.dirty = 0;
-        self.working.clear();
-        self.reservation.free();
+        // The working map stays a clean cache of committed state: removed and expired keys
+        // leave it, as do entries resident for this bundle only.
+        let mut freed = 0;
+        for key in self.dirty_keys.drain(..) {
+            if let Some(slot) = self.working.get_mut(&key) {
+                slot.dirty = false;
+                if !slot.live {
+                    freed += self.working.remove(&key).map_or(0, |s| s.reserved);
+                }
+            }
+        }
+        for key in self.transient_keys.drain(..) {
+            if self
+                .working
+                .get(&key)
+                .is_some_and(|s| !s.live || s.reserved == 0)
+            {
+                freed += self.working.remove(&key).map_or(0, |s| s.reserved);
+            }
+        }
+        self.reservation.shrink(freed);
+        if self.working.len() > CACHE_MAX_ENTRIES {
+            self.working.clear();
+            self.reservation.free();
+        }
         self.bundle_open = false;
         self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
         Ok(())
@@ -604,6 +673,9 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         drop(cf);
         drop(st);
         self.sweep_cursor = next_cursor;
+        if removed > 0 {
+            self.clear_cache();
+        }
         Ok(removed)
     }
 
@@ -710,6 +782,7 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
         };
         self.shared.swap_table_cf(&self.name, &cf);
         self.sweep_cursor = None;
+        self.clear_cache();
     }
 
     fn abort_restore(&mut self) {
