@@ -102,9 +102,6 @@ impl Loader<'_> {
 /// Entries the working map keeps as a clean cache between bundles before it is cleared.
 const CACHE_MAX_ENTRIES: usize = 1 << 16;
 
-/// A dirty live entry at commit: (RocksDB key, (timestamp, value)).
-type PendingPut<'a, V> = (&'a [u8], (i64, &'a V));
-
 /// One key of the working map.
 #[derive(Debug)]
 struct Slot<V> {
@@ -430,10 +427,12 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             }
         }
         if !composite.is_empty() {
+            // Sorted keys let RocksDB's MultiGet walk each file and the memtable in order.
+            composite.sort_unstable();
             let decoded = {
                 let st = self.shared.read();
                 let cf = st.table_cf(&self.name)?;
-                let results = st.db.batched_multi_get_cf(&cf, &composite, false);
+                let results = st.db.batched_multi_get_cf(&cf, &composite, true);
                 let mut hits = Vec::with_capacity(results.len());
                 let mut pinned = Vec::with_capacity(results.len());
                 for (i, result) in results.into_iter().enumerate() {
@@ -568,26 +567,51 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
 
     fn commit_bundle(&mut self) -> Result<()> {
         self.check_bundle("commit_bundle", true)?;
+        // Keys in ascending order: RocksDB's memtable insert reuses its skip-list splice for
+        // sequential keys, which makes a sorted batch markedly cheaper to apply.
+        self.dirty_keys.sort_unstable();
         let mut batch = WriteBatch::default();
         {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
-            let mut puts: Vec<PendingPut<'_, C::Value>> = Vec::with_capacity(self.dirty_keys.len());
+            // (key, Some(position among the puts)) or (key, None) for a delete, key order.
+            let mut ops: Vec<(&[u8], Option<usize>)> = Vec::with_capacity(self.dirty_keys.len());
+            let mut entries: Vec<(i64, &C::Value)> = Vec::with_capacity(self.dirty_keys.len());
+            let mut put_ops: Vec<usize> = Vec::with_capacity(self.dirty_keys.len());
             for key in &self.dirty_keys {
                 let Some(slot) = self.working.get(key) else {
                     continue;
                 };
                 match (&slot.value, slot.live) {
-                    (Some(value), true) => puts.push((key, (slot.last_access, value))),
-                    _ => batch.delete_cf(&cf, key),
+                    (Some(value), true) => {
+                        put_ops.push(ops.len());
+                        ops.push((key, Some(entries.len())));
+                        entries.push((slot.last_access, value));
+                    }
+                    _ => ops.push((key, None)),
                 }
             }
-            let entries: Vec<(i64, &C::Value)> = puts.iter().map(|p| p.1).collect();
+            let mut next = 0;
             self.encode_stored(&entries, |i, value| {
-                if let Some((key, _)) = puts.get(i) {
+                let Some(&position) = put_ops.get(i) else {
+                    return;
+                };
+                while next < position {
+                    if let Some((key, None)) = ops.get(next) {
+                        batch.delete_cf(&cf, key);
+                    }
+                    next += 1;
+                }
+                if let Some((key, _)) = ops.get(position) {
                     batch.put_cf(&cf, key, value);
                 }
+                next = position + 1;
             })?;
+            for (key, op) in ops.iter().skip(next) {
+                if op.is_none() {
+                    batch.delete_cf(&cf, key);
+                }
+            }
             if !batch.is_empty() {
                 st.db
                     .write_opt(batch, &self.shared.write_options)
