@@ -81,11 +81,16 @@
 //!
 //! # Behaviour
 //!
-//! - Write-through per bundle: one `WriteBatch` per commit with the WAL off; no dirty
-//!   buffer above RocksDB, no forced flushes (RocksDB's threads flush and compact).
+//! - Write-through per bundle: one `WriteBatch` per commit (keys in order) with the WAL off;
+//!   no dirty buffer above RocksDB, no forced flushes (RocksDB's threads flush and compact).
+//!   The working map stays a clean, pool-reserved, bounded cache of committed state.
 //! - Hydration with `batched_multi_get_cf` on the table's column family (the issue's
-//!   "default column family" is, with one family per table, the table's family), unsorted
-//!   keys, results in input order, pinned values decoded straight into values.
+//!   "default column family" is, with one family per table, the table's family): the
+//!   caller's keys may be unsorted, the misses are sorted for RocksDB and the results mapped
+//!   back; pinned values are decoded straight into values (one arrow-row conversion, one
+//!   `ValueCodec::decode`).
+//! - Canonical restore decodes each section once and bulk-loads a staging column family (an
+//!   ingested SST file from 10 000 rows on, 8 MiB write batches below), swapped in on commit.
 //! - TTL: Flink's rules on read, a compaction filter from a factory (one filter per
 //!   compaction run, now cached per run) reading the 8-byte prefix, and a bounded sweep.
 //! - Crash semantics: with the WAL off, a crashed store is discarded; state comes back from
