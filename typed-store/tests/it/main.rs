@@ -1,6 +1,7 @@
 //! Integration tests of the public API: one test binary (every binary linking RocksDB is
 //! large), one module per theme.
 
+mod cache;
 mod checkpoint;
 mod crash;
 mod flink_vectors;
