@@ -4,12 +4,12 @@
 //!   1M-key column family per bundle with `batched_multi_get_cf` vs a loop of
 //!   `get_pinned_cf` vs the legacy `multi_get_cf` (and `batched_multi_get_cf` after sorting
 //!   the keys, as typed-store's `begin_bundle` does), with a block cache larger than the data
-//!   (warm, pre-read) and much smaller than it (cold: 2 MiB of data blocks for ~30 MB of
-//!   data; index and filter blocks stay resident in the table readers).
+//!   (warm, pre-read) and much smaller than it (cold: 2 MiB of data blocks for ~30 MB of raw
+//!   key-value bytes; index and filter blocks stay resident in the table readers).
 //! - `commit/<variant>`: one 1000-record bundle of a Zipf(1.0) stream of 1M updates over 100k
 //!   keys (each record: read the key's count, add one, write it): typed-store write-through
 //!   (one `begin_bundle`, one `WriteBatch` per bundle) vs per-record `get_pinned_cf` +
-//!   `put_cf` with the same value bytes (Flink's RocksDB access pattern) vs memory-store.
+//!   `put` with the same value bytes (Flink's RocksDB access pattern) vs memory-store.
 //! - `restore_load/<variant>`: bulk-loading 200k sorted entries into a fresh column family
 //!   with 8 MiB write batches (WAL off) vs an SST file + `ingest_external_file_cf`.
 //!
