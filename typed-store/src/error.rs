@@ -114,6 +114,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A native checkpoint is incomplete or not an sfstate store; nothing was replaced.
+    #[error("invalid checkpoint {path}: {reason}")]
+    InvalidCheckpoint {
+        /// The checkpoint copy being opened.
+        path: PathBuf,
+        /// What is missing.
+        reason: &'static str,
+    },
     /// Invalid slot or store options.
     #[error("invalid option {option}: {reason}")]
     InvalidOption {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGua
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     BoundColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DBWithThreadMode,
-    DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, WriteOptions,
+    DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, ReadOptions, WriteOptions,
 };
 use state_api::{Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TtlConfig, ValueCodec};
 
@@ -219,20 +219,38 @@ fn check_metadata(db: &Db, write_options: &WriteOptions, config: &StoreConfig) -
     Ok(())
 }
 
-/// Opens (creating if missing) the database in `dir`: every existing column family, the
+/// How [`open_db`] treats a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpenMode {
+    /// A store's live database: created when missing.
+    CreateIfMissing,
+    /// A copy of a native checkpoint: must be a complete sfstate database (never created),
+    /// and every table is read back, block checksums verified, before it is used.
+    Checkpoint,
+}
+
+/// Opens the database in `dir` (see [`OpenMode`]): every existing column family, the
 /// metadata checks, and removal of column families no table maps to (leftover staging).
 fn open_db(
     dir: &Path,
     slot: &RocksSlot,
     clock: &Arc<dyn Clock>,
     config: &StoreConfig,
+    mode: OpenMode,
 ) -> Result<DbState> {
+    let checkpoint = mode == OpenMode::Checkpoint;
+    if checkpoint && !dir.join("CURRENT").is_file() {
+        return Err(Error::InvalidCheckpoint {
+            path: dir.to_owned(),
+            reason: "no CURRENT file: not a complete RocksDB checkpoint",
+        });
+    }
     let mut db_options = cf_options(slot, TtlCell::new(), Arc::clone(clock));
     // The default family holds only a few metadata entries: a small memtable and arena, so
     // an idle store charges next to nothing to the slot's write-buffer manager.
     db_options.set_write_buffer_size(METADATA_WRITE_BUFFER_BYTES);
     db_options.set_arena_block_size(METADATA_ARENA_BLOCK_BYTES);
-    db_options.create_if_missing(true);
+    db_options.create_if_missing(!checkpoint);
     db_options.create_missing_column_families(true);
     slot.apply_db(&mut db_options);
     let existing = if dir.join("CURRENT").exists() {
@@ -255,6 +273,12 @@ fn open_db(
     let mut write_options = WriteOptions::default();
     write_options.disable_wal(true);
 
+    if checkpoint && get_meta(&db, META_FORMAT_KEY)?.is_none() {
+        return Err(Error::InvalidCheckpoint {
+            path: dir.to_owned(),
+            reason: "no sfstate format metadata",
+        });
+    }
     check_metadata(&db, &write_options, config)?;
 
     // Table map.
@@ -293,13 +317,17 @@ fn open_db(
         .filter_map(|n| n.strip_prefix(TABLE_CF_PREFIX)?.parse::<u64>().ok())
         .max()
         .map_or(0, |n| n + 1);
-    Ok(DbState {
+    let state = DbState {
         db,
         dir: dir.to_owned(),
         cf_of,
         ttl_cells,
         next_cf,
-    })
+    };
+    if checkpoint {
+        verify_tables(&state)?;
+    }
+    Ok(state)
 }
 
 /// A native snapshot of a [`RocksStore`]: a RocksDB checkpoint directory (SST files hard-linked
@@ -365,6 +393,30 @@ fn live_dirs(root: &Path) -> Result<Vec<(u64, PathBuf)>> {
     Ok(out)
 }
 
+/// Reads every entry of every table, verifying block checksums and without filling the
+/// cache, so that a damaged checkpoint is refused before it replaces anything.
+fn verify_tables(state: &DbState) -> Result<()> {
+    for cf_name in state.cf_of.values() {
+        let cf = state
+            .db
+            .cf_handle(cf_name)
+            .ok_or_else(|| Error::InvalidCheckpoint {
+                path: state.dir.clone(),
+                reason: "a table's column family is missing",
+            })?;
+        let mut read = ReadOptions::default();
+        read.fill_cache(false);
+        read.set_verify_checksums(true);
+        let mut it = state.db.raw_iterator_cf_opt(&cf, read);
+        it.seek_to_first();
+        while it.valid() {
+            it.next();
+        }
+        it.status().map_err(Error::rocks("verify checkpoint"))?;
+    }
+    Ok(())
+}
+
 /// Copies a checkpoint into `target`: SST files (immutable) hard-linked when possible, the
 /// rest (manifest, options, CURRENT) copied.
 fn materialise_checkpoint(checkpoint: &Path, target: &Path) -> Result<()> {
@@ -389,12 +441,20 @@ impl RocksStore {
     /// [`Error::FormatVersionMismatch`] for a store written with another on-disk format or
     /// arrow-row version; [`Error::MaxParallelismMismatch`]; RocksDB and I/O failures.
     pub fn open(root: impl AsRef<Path>, config: StoreConfig, slot: &RocksSlot) -> Result<Self> {
-        let root = root.as_ref();
+        Self::open_with(root.as_ref(), config, slot, OpenMode::CreateIfMissing)
+    }
+
+    fn open_with(
+        root: &Path,
+        config: StoreConfig,
+        slot: &RocksSlot,
+        mode: OpenMode,
+    ) -> Result<Self> {
         fs::create_dir_all(root).map_err(Error::io(root))?;
         let dir = live_dirs(root)?
             .pop()
             .map_or_else(|| root.join("live-0"), |(_, dir)| dir);
-        let state = open_db(&dir, slot, config.clock(), &config)?;
+        let state = open_db(&dir, slot, config.clock(), &config, mode)?;
         let mut write_options = WriteOptions::default();
         write_options.disable_wal(true);
         let checkpoints = Self::next_checkpoint_number(root)?;
@@ -438,8 +498,14 @@ impl RocksStore {
                 reason: "already holds a store",
             });
         }
-        materialise_checkpoint(&checkpoint.dir, &root.join("live-0"))?;
-        Self::open(root, config, slot)
+        let live = root.join("live-0");
+        let opened = materialise_checkpoint(&checkpoint.dir, &live)
+            .and_then(|()| Self::open_with(root, config, slot, OpenMode::Checkpoint));
+        if opened.is_err() {
+            // Nothing of a refused checkpoint stays behind to be opened later as a store.
+            let _ = fs::remove_dir_all(&live);
+        }
+        opened
     }
 
     fn next_checkpoint_number(root: &Path) -> Result<u64> {
@@ -671,8 +737,15 @@ impl NativeSnapshot for RocksStore {
             .last()
             .map_or(0, |(n, _)| n + 1);
         let dir = self.shared.root.join(format!("live-{next}"));
-        let result = materialise_checkpoint(&snapshot.dir, &dir)
-            .and_then(|()| open_db(&dir, &self.shared.slot, &self.shared.clock, &self.config));
+        let result = materialise_checkpoint(&snapshot.dir, &dir).and_then(|()| {
+            open_db(
+                &dir,
+                &self.shared.slot,
+                &self.shared.clock,
+                &self.config,
+                OpenMode::Checkpoint,
+            )
+        });
         let mut fresh = match result {
             Ok(state) => state,
             Err(err) => {

@@ -100,3 +100,127 @@ fn checkpoints_share_sst_files_and_restore_exactly() {
     assert_eq!(read_all(&mut r, &more), vec![Some(3); more.len()]);
     assert_eq!(read_all(&mut r, &keys[19_900..]), vec![Some(1); 100]);
 }
+
+/// Copies a checkpoint's files (not hard links: the copy is damaged on purpose).
+fn copy_checkpoint(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, to.join(path.file_name().expect("name"))).expect("copy");
+    }
+}
+
+/// The largest SST file of a checkpoint copy.
+fn largest_sst(dir: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .max_by_key(|p| std::fs::metadata(p).expect("meta").len())
+        .expect("an SST file")
+}
+
+/// Damages a checkpoint copy in place.
+type Damage = fn(&Path);
+
+/// The backend error inside a trait method's error.
+fn backend(err: &ApiError) -> &typed_store::Error {
+    match err {
+        ApiError::Backend { source } => source
+            .downcast_ref::<typed_store::Error>()
+            .expect("a typed-store error"),
+        other => panic!("expected a backend error, got {other}"),
+    }
+}
+
+/// A damaged native checkpoint — missing CURRENT, an empty directory, a flipped byte in an
+/// SST data block, a truncated SST — is refused with a typed error, in place and into a new
+/// store, and the target keeps exactly its state.
+#[test]
+fn damaged_checkpoints_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slot = RocksSlot::try_new(32 << 20).expect("slot");
+    let clock = ManualClock::new(1);
+    let mp = mp128();
+    let keys: Vec<_> = (0..20_000).map(|i| key(i, mp)).collect();
+    let mut store =
+        RocksStore::open(dir.path().join("s"), full_config(mp, &clock), &slot).expect("open");
+    let mut t = store.open_table("t", I64Codec, None).expect("table");
+    write_all(
+        &mut t,
+        &keys
+            .iter()
+            .map(|k| (k.clone(), Some(1)))
+            .collect::<Vec<_>>(),
+    );
+    let good = store.native_snapshot().expect("checkpoint");
+    // The target's state differs from the checkpoint's.
+    write_all(
+        &mut t,
+        &keys[..300]
+            .iter()
+            .map(|k| (k.clone(), Some(2)))
+            .collect::<Vec<_>>(),
+    );
+    let before = read_all(&mut t, &keys);
+
+    let damages: [(&str, Damage); 4] = [
+        ("missing CURRENT", |d| {
+            std::fs::remove_file(d.join("CURRENT")).expect("rm");
+        }),
+        ("empty directory", |d| {
+            for entry in std::fs::read_dir(d).expect("read dir") {
+                std::fs::remove_file(entry.expect("entry").path()).expect("rm");
+            }
+        }),
+        ("flipped byte in an SST", |d| {
+            let sst = largest_sst(d);
+            let mut bytes = std::fs::read(&sst).expect("read");
+            let mid = bytes.len() / 3;
+            bytes[mid] ^= 0x5a;
+            std::fs::write(&sst, bytes).expect("write");
+        }),
+        ("truncated SST", |d| {
+            let sst = largest_sst(d);
+            let len = std::fs::metadata(&sst).expect("meta").len();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&sst)
+                .expect("open")
+                .set_len(len / 2)
+                .expect("truncate");
+        }),
+    ];
+    for (n, (what, damage)) in damages.iter().enumerate() {
+        let copy = dir.path().join(format!("damaged-{n}"));
+        copy_checkpoint(good.dir(), &copy);
+        damage(&copy);
+        let broken = typed_store::RocksCheckpoint::new(&copy);
+
+        let err = store.restore_native(&broken).expect_err(what);
+        assert!(
+            matches!(
+                backend(&err),
+                typed_store::Error::InvalidCheckpoint { .. }
+                    | typed_store::Error::Rocks {
+                        kind: typed_store::RocksErrorKind::Corruption
+                            | typed_store::RocksErrorKind::Io,
+                        ..
+                    }
+            ),
+            "{what}: {err}"
+        );
+        assert_eq!(read_all(&mut t, &keys), before, "{what}: target unchanged");
+
+        let into_new = RocksStore::open_checkpoint(
+            &broken,
+            dir.path().join(format!("new-{n}")),
+            full_config(mp, &clock),
+            &slot,
+        );
+        assert!(into_new.is_err(), "{what}: opened into a new store");
+    }
+    // The undamaged checkpoint still restores.
+    store.restore_native(&good).expect("restore good");
+    assert_eq!(read_all(&mut t, &keys), vec![Some(1); keys.len()]);
+}
