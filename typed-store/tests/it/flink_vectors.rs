@@ -146,7 +146,20 @@ fn check_line(raw: &str, line: &Value) -> Result<(), String> {
 
 #[test]
 fn flink_vectors_memory_formulas() {
-    let path = vectors_dir().join("memory_formulas.jsonl");
+    check_dir(&vectors_dir());
+}
+
+/// The extended set the project's own oracle made from Flink 2.3.0 (`compat/flink-oracle`).
+#[test]
+fn flink_vectors_memory_formulas_oracle_extended_set() {
+    check_dir(&PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/flink-vectors-oracle"
+    )));
+}
+
+fn check_dir(dir: &std::path::Path) {
+    let path = dir.join("memory_formulas.jsonl");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut failures = Vec::new();
     let mut checked = 0;
