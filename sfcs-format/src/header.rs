@@ -143,7 +143,7 @@ impl Header {
         FIXED_HEADER_LEN + self.operator_id.len()
     }
 
-    /// Encodes the header (see the [module layout](self)).
+    /// Encodes the header (layout in the [crate documentation](crate#header)).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.encoded_len());
         out.extend_from_slice(&MAGIC);

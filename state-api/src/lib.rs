@@ -70,9 +70,9 @@
 //!
 //! # Conformance suite
 //!
-//! With the `conformance` feature, [`conformance`] holds one generic test per behaviour and
-//! [`conformance_tests!`] instantiates them for a backend's
-//! [`StoreFactory`](conformance::StoreFactory):
+//! With the `conformance` feature, `conformance` holds one generic test per behaviour and
+//! `conformance_tests!` instantiates them for a backend's
+//! `conformance::StoreFactory`:
 //!
 //! ```text
 //! // memory-store/tests/conformance.rs

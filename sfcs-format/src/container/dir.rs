@@ -1,17 +1,4 @@
-//! The directory container: one file per key group, replaced atomically.
-//!
-//! Key group `k` lives in `kg-<k>.sfkg` (decimal, zero-padded to 5 digits). The file frames
-//! the key group's reserved states exactly like a [section-framed payload](crate::Sections):
-//! the section names are the reserved state names ([`HEADER_STATE_NAME`] first, then
-//! [`chunk_state_name`]`(0)`, `(1)`, …) and the section data are the stored bytes.
-//!
-//! ```text
-//! u32 BE 1 | u32 BE entries | { u16 BE name len | name | u32 BE data len | data } ...
-//! ```
-//!
-//! A write goes to a temporary file in the same directory, is synced, and is renamed over the
-//! key group's file; the directory is then synced. A crash leaves the old file or the new one,
-//! never a mix; stray temporary files are removed by [`DirContainer::open`].
+//! The directory container (layout on [`DirContainer`]).
 
 use std::borrow::Cow;
 use std::fs::{self, File};
@@ -30,7 +17,22 @@ const TEMP_PREFIX: &str = ".tmp-";
 /// Distinguishes temporary files of concurrent writers within one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A [`Container`] backed by a directory on disk (see the [module docs](self) for the layout).
+/// A [`Container`] backed by a directory on disk.
+///
+/// One file per key group, replaced atomically.
+///
+/// Key group `k` lives in `kg-<k>.sfkg` (decimal, zero-padded to 5 digits). The file frames
+/// the key group's reserved states exactly like a [section-framed payload](crate::Sections):
+/// the section names are the reserved state names ([`HEADER_STATE_NAME`] first, then
+/// [`chunk_state_name`]`(0)`, `(1)`, …) and the section data are the stored bytes.
+///
+/// ```text
+/// u32 BE 1 | u32 BE entries | { u16 BE name len | name | u32 BE data len | data } ...
+/// ```
+///
+/// A write goes to a temporary file in the same directory, is synced, and is renamed over the
+/// key group's file; the directory is then synced. A crash leaves the old file or the new one,
+/// never a mix; stray temporary files are removed by [`DirContainer::open`].
 #[derive(Debug, Clone)]
 pub struct DirContainer {
     root: PathBuf,
