@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 bash scripts/setup.sh
 
-cargo nextest run --workspace --no-fail-fast
-cargo test --workspace --doc
-cargo test --manifest-path fuzz/Cargo.toml --locked
+cargo test --workspace --doc --locked
+cargo test --manifest-path fuzz/Cargo.toml --locked --test seed_corpus
+# Last, so its summary closes the output.
+cargo nextest run --workspace --no-fail-fast --locked
