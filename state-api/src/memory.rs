@@ -47,7 +47,7 @@ pub trait MemoryPool: Send + Sync + Debug {
 #[derive(Debug)]
 pub struct BoundedMemoryPool {
     capacity: usize,
-    used: AtomicUsize,
+    used: UsedBytes,
 }
 
 impl BoundedMemoryPool {
@@ -55,34 +55,22 @@ impl BoundedMemoryPool {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
-            used: AtomicUsize::new(0),
+            used: UsedBytes::default(),
         }
     }
 }
 
 impl MemoryPool for BoundedMemoryPool {
     fn try_acquire(&self, bytes: usize) -> Result<()> {
-        self.used
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
-                used.checked_add(bytes).filter(|&n| n <= self.capacity)
-            })
-            .map(|_| ())
-            .map_err(|used| Error::MemoryExhausted {
-                requested: bytes,
-                available: self.capacity.saturating_sub(used),
-            })
+        self.used.acquire_within(bytes, self.capacity)
     }
 
     fn release(&self, bytes: usize) {
-        let _ = self
-            .used
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
-                Some(used.saturating_sub(bytes))
-            });
+        self.used.release(bytes);
     }
 
     fn used(&self) -> usize {
-        self.used.load(Ordering::SeqCst)
+        self.used.get()
     }
 
     fn capacity(&self) -> Option<usize> {
@@ -93,7 +81,7 @@ impl MemoryPool for BoundedMemoryPool {
 /// A pool without a limit that still counts what is acquired.
 #[derive(Debug, Default)]
 pub struct UnboundedMemoryPool {
-    used: AtomicUsize,
+    used: UsedBytes,
 }
 
 impl UnboundedMemoryPool {
@@ -105,24 +93,52 @@ impl UnboundedMemoryPool {
 
 impl MemoryPool for UnboundedMemoryPool {
     fn try_acquire(&self, bytes: usize) -> Result<()> {
-        self.used.fetch_add(bytes, Ordering::SeqCst);
-        Ok(())
+        // Only a count that would overflow `usize` is refused.
+        self.used.acquire_within(bytes, usize::MAX)
     }
 
     fn release(&self, bytes: usize) {
+        self.used.release(bytes);
+    }
+
+    fn used(&self) -> usize {
+        self.used.get()
+    }
+
+    fn capacity(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// The acquired-bytes counter both pools share.
+#[derive(Debug, Default)]
+struct UsedBytes(AtomicUsize);
+
+impl UsedBytes {
+    /// Adds `bytes` if the total stays at most `limit`; all or nothing.
+    fn acquire_within(&self, bytes: usize, limit: usize) -> Result<()> {
+        self.0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                used.checked_add(bytes).filter(|&n| n <= limit)
+            })
+            .map(|_| ())
+            .map_err(|used| Error::MemoryExhausted {
+                requested: bytes,
+                available: limit.saturating_sub(used),
+            })
+    }
+
+    /// Subtracts `bytes`, saturating at zero.
+    fn release(&self, bytes: usize) {
         let _ = self
-            .used
+            .0
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
                 Some(used.saturating_sub(bytes))
             });
     }
 
-    fn used(&self) -> usize {
-        self.used.load(Ordering::SeqCst)
-    }
-
-    fn capacity(&self) -> Option<usize> {
-        None
+    fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
     }
 }
 
