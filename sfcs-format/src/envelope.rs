@@ -47,13 +47,8 @@ impl<'a> Envelope<'a> {
         payload: &'a [u8],
     ) -> Result<Self, EncodeError> {
         // Validate the cheap fields before spending a pass over the payload.
-        Header::try_new(operator_id, deadline, payload.len(), 0)?;
-        let header = Header::try_new(
-            operator_id,
-            deadline,
-            payload.len(),
-            crc32c::crc32c(payload),
-        )?;
+        let mut header = Header::try_new(operator_id, deadline, payload.len(), 0)?;
+        header.set_crc32c(crc32c::crc32c(payload));
         let header_bytes = header.encode();
         Ok(Envelope {
             header,

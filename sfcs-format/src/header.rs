@@ -103,6 +103,11 @@ impl Header {
         })
     }
 
+    /// Sets the payload checksum (the encoder computes it after validating the other fields).
+    pub(crate) fn set_crc32c(&mut self, crc32c: u32) {
+        self.crc32c = crc32c;
+    }
+
     /// The format version.
     pub fn version(&self) -> i32 {
         self.version
