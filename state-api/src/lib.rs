@@ -9,6 +9,13 @@
 //! - [`KeyedTable`]: values of one [`ValueCodec`] addressed by (key group, key bytes), used
 //!   in bundles (`begin_bundle` hydrates with one batched read, `commit_bundle` writes each
 //!   dirty key once). Its rustdoc is the contract.
+//! - [`MapTable`] (v2): entries addressed by (key group, prefix, user key), ordered by user
+//!   key within a prefix: point access, in-place [`update`](MapTable::update), forward and
+//!   reverse bounded [`scan`](MapTable::scan)s over committed state merged with the open
+//!   bundle's writes, [`remove_range`](MapTable::remove_range). Opened through
+//!   [`MapStateStore`].
+//! - [`TimerTable`] (v2): timers per key group ordered by (timestamp, key, namespace),
+//!   [`pop_due`](TimerTable::pop_due) up to a watermark; opened through [`TimerStateStore`].
 //! - [`KeyedStateStore`]: opens named tables sharing a [`StoreConfig`] (key-group range,
 //!   [`Clock`], [`MemoryPool`]).
 //! - [`ValueCodec`]: values to Arrow columns and back; ready codecs [`I64Codec`],
@@ -92,9 +99,12 @@
 mod codec;
 mod context;
 mod error;
+mod map;
 mod memory;
+mod registry;
 mod snapshot;
 mod table;
+mod timer;
 mod ttl;
 
 /// The shared conformance suite every backend runs. **Not API-stable**: cases are added and
@@ -105,13 +115,22 @@ pub mod conformance;
 pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
+pub use map::{
+    MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, SweepProgress, UserKeyRange,
+    full_key_bounds, map_entry_key, prefix_successor,
+};
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
+pub use registry::TableRegistry;
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
     encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
 };
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
+pub use timer::{
+    TimeDomain, Timer, TimerStateStore, TimerTable, decode_timer_batch, encode_timer_batch,
+    flip_timestamp, timer_canonical_schema, timer_fields, timer_sort_key, unflip_timestamp,
+};
 pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility, expiration_timestamp,
     is_expired,

@@ -107,6 +107,32 @@ pub trait KeyedTable {
         value: <Self::Codec as ValueCodec>::Value,
     ) -> Result<()>;
 
+    /// Applies `f` to the visible value of `key` and writes the result (TTL timestamp
+    /// refreshed); returns `None` without calling `f` when there is no visible value.
+    ///
+    /// The default clones the value and [`put`](KeyedTable::put)s it back; backends override
+    /// it to update in place.
+    ///
+    /// # Errors
+    /// As [`get`](KeyedTable::get) and [`put`](KeyedTable::put); on error the value is as
+    /// it was.
+    fn update<R>(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        f: impl FnOnce(&mut <Self::Codec as ValueCodec>::Value) -> R,
+    ) -> Result<Option<R>>
+    where
+        Self: Sized,
+    {
+        let Some(mut value) = self.get(key_group, key)?.cloned() else {
+            return Ok(None);
+        };
+        let out = f(&mut value);
+        self.put(key_group, key, value)?;
+        Ok(Some(out))
+    }
+
     /// Removes `key` (a no-op for an absent key, still counted as a write if the key was
     /// present).
     ///
