@@ -11,9 +11,9 @@ use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
     CanonicalTable, Clock, Error, MapHydration, MapTable, MemoryReservation, Result, ScanDirection,
-    ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlUpdateType, TtlVisibility,
-    UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
-    full_key_bounds, map_entry_key,
+    ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, UserKeyRange,
+    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch, full_key_bounds,
+    map_entry_key, ttl_exported, ttl_read, ttl_scan_visible,
 };
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
@@ -151,11 +151,6 @@ impl<C: ValueCodec> MemoryMapTable<C> {
         }
     }
 
-    /// Whether an entry written at `last_access` is expired now.
-    fn expired(ttl: Option<TtlConfig>, last_access: i64, now: i64) -> bool {
-        ttl.is_some_and(|ttl| ttl.is_expired(last_access, now))
-    }
-
     fn empty_groups(&self) -> Vec<Group<C::Value>> {
         (0..self.key_groups.len())
             .map(|_| BTreeMap::new())
@@ -173,7 +168,8 @@ impl<C: ValueCodec> MemoryMapTable<C> {
         let mut removed = 0;
         let mut bytes = 0;
         group.retain(|key, entry| {
-            let expired = now.is_some_and(|now| Self::expired(ttl, entry.last_access, now));
+            let expired =
+                now.is_some_and(|now| !ttl_exported(ttl.as_ref(), entry.last_access, now));
             if entry.live && !expired {
                 return true;
             }
@@ -242,20 +238,17 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         if !entry.live {
             return Ok(None);
         }
-        if let Some(ttl) = ttl {
-            if ttl.is_expired(entry.last_access, now) {
-                entry.live = false;
-                buried.push((index, key.into()));
-                mark_dirty(entry, *epoch, dirty_in_bundle);
-                return Ok(match ttl.visibility {
-                    TtlVisibility::ReturnExpiredIfNotCleanedUp => Some(&entry.value),
-                    TtlVisibility::NeverReturnExpired => None,
-                });
-            }
-            if ttl.update_type == TtlUpdateType::OnReadAndWrite {
-                entry.last_access = now;
-                mark_dirty(entry, *epoch, dirty_in_bundle);
-            }
+        let read = ttl_read(ttl.as_ref(), entry.last_access, now);
+        if read.clears() {
+            entry.live = false;
+            buried.push((index, key.into()));
+            mark_dirty(entry, *epoch, dirty_in_bundle);
+        } else if read == TtlRead::LiveRefresh {
+            entry.last_access = now;
+            mark_dirty(entry, *epoch, dirty_in_bundle);
+        }
+        if !read.returns_value() {
+            return Ok(None);
         }
         Ok(Some(&entry.value))
     }
@@ -336,10 +329,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key)) else {
             return Ok(None);
         };
-        let visible = entry.live
-            && (!Self::expired(*ttl, entry.last_access, now)
-                || ttl.is_some_and(|t| t.visibility == TtlVisibility::ReturnExpiredIfNotCleanedUp));
-        if !visible {
+        if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
             return Ok(None);
         }
         let old_heap = codec.heap_size(&entry.value);
@@ -416,9 +406,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
             if !entry.live {
                 continue;
             }
-            if !Self::expired(*ttl, entry.last_access, now)
-                || ttl.is_some_and(|t| t.visibility == TtlVisibility::ReturnExpiredIfNotCleanedUp)
-            {
+            if ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
                 removed += 1;
             }
             entry.live = false;
@@ -443,8 +431,6 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         }
         let now = self.now();
         let ttl = self.ttl;
-        let show_expired =
-            ttl.is_some_and(|t| t.visibility == TtlVisibility::ReturnExpiredIfNotCleanedUp);
         let (lower, upper) = full_key_bounds(prefix, range);
         let Some(group) = self.groups.get(index) else {
             return Ok(());
@@ -454,7 +440,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
             upper.as_ref().map(Vec::as_slice),
         );
         let mut step = |key: &[u8], entry: &Entry<C::Value>| {
-            if !entry.live || (!show_expired && Self::expired(ttl, entry.last_access, now)) {
+            if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
                 return ControlFlow::Continue(());
             }
             visit(key.get(prefix.len()..).unwrap_or_default(), &entry.value)
@@ -546,7 +532,7 @@ impl<C: ValueCodec> CanonicalTable for MemoryMapTable<C> {
         let rows: Vec<(&[u8], i64, &C::Value)> = group
             .iter()
             .filter(|(_, e)| {
-                e.live && !now.is_some_and(|now| Self::expired(self.ttl, e.last_access, now))
+                e.live && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now))
             })
             .map(|(k, e)| (&**k, e.last_access, &e.value))
             .collect();

@@ -132,8 +132,8 @@ pub use timer::{
     flip_timestamp, timer_canonical_schema, timer_fields, timer_sort_key, unflip_timestamp,
 };
 pub use ttl::{
-    Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility, expiration_timestamp,
-    is_expired,
+    Clock, ManualClock, SystemClock, TtlConfig, TtlRead, TtlUpdateType, TtlVisibility,
+    expiration_timestamp, is_expired, ttl_exported, ttl_read, ttl_scan_visible,
 };
 
 // Re-exported so backends and tests name the same versions.
