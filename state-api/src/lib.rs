@@ -93,6 +93,7 @@ mod codec;
 mod context;
 mod error;
 mod memory;
+mod row;
 mod snapshot;
 mod table;
 mod ttl;
@@ -106,6 +107,7 @@ pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
+pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
