@@ -95,6 +95,7 @@ mod error;
 mod memory;
 mod row;
 mod snapshot;
+mod sortkey;
 mod table;
 mod ttl;
 
@@ -113,6 +114,7 @@ pub use snapshot::{
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
     encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
 };
+pub use sortkey::{SORT_KEY_VERSION, SortField, decode_sort_key, encode_sort_key};
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
 pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility, expiration_timestamp,
