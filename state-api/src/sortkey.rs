@@ -172,8 +172,9 @@ fn kind_of(field: &SortField, index: usize) -> Result<Kind> {
 /// Flink's RocksDB `MapState` stores an entry under the composite key followed by the user
 /// key serialized with the user key's `TypeSerializer` (e.g. `LongSerializer` writes plain
 /// big-endian two's complement, so `-1` sorts after `1`; `StringSerializer` and row
-/// serializers write length-prefixed data). Those bytes are not order-preserving, and Flink
-/// operators that need order (retracting MIN/MAX, OVER, Top-N) sort in memory instead. Map
+/// serializers write length-prefixed data). Those bytes are not order-preserving, and
+/// Flink's operators cannot rely on them anyway (the heap backend's `MapState` iterates in
+/// hash order), so where Flink needs an order it scans or sorts in memory. Map
 /// tables keyed by this encoding therefore hold **different user-key bytes than Flink's**
 /// for the same logical key. That is deliberate and confined to native checkpoints, which
 /// belong to the binary that wrote them; the canonical snapshot (decoded values, not these
