@@ -102,7 +102,9 @@ mod error;
 mod map;
 mod memory;
 mod registry;
+mod row;
 mod snapshot;
+mod sortkey;
 mod table;
 mod timer;
 mod ttl;
@@ -121,11 +123,13 @@ pub use map::{
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use registry::TableRegistry;
+pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
     encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
 };
+pub use sortkey::{SORT_KEY_VERSION, SortField, decode_sort_key, encode_sort_key};
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
 pub use timer::{
     TimeDomain, Timer, TimerStateStore, TimerTable, decode_timer_batch, encode_timer_batch,
