@@ -10,10 +10,10 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    CanonicalTable, Clock, Error, MapHydration, MapTable, MemoryReservation, Result, ScanDirection,
-    ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, UserKeyRange,
-    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch, full_key_bounds,
-    map_entry_key, ttl_exported, ttl_read, ttl_scan_visible,
+    BundlePhase, CanonicalTable, Clock, Error, MapHydration, MapTable, MemoryReservation, Result,
+    ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
+    UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
+    full_key_bounds, map_entry_key, ttl_exported, ttl_read, ttl_scan_visible,
 };
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
@@ -67,7 +67,7 @@ pub struct MemoryMapTable<C: ValueCodec> {
     buried: Vec<(usize, Box<[u8]>)>,
     reservation: MemoryReservation,
     bounded_pool: bool,
-    bundle_open: bool,
+    bundle: BundlePhase,
     epoch: u64,
     dirty_in_bundle: u64,
     sweep_cursor: usize,
@@ -93,7 +93,7 @@ impl<C: ValueCodec> MemoryMapTable<C> {
             buried: Vec::new(),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             bounded_pool: config.memory_pool().capacity().is_some(),
-            bundle_open: false,
+            bundle: BundlePhase::default(),
             epoch: 1,
             dirty_in_bundle: 0,
             sweep_cursor: 0,
@@ -122,13 +122,10 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
-        if self.bundle_open == requires_open {
-            Ok(())
+        if requires_open {
+            self.bundle.require_open(operation)
         } else {
-            Err(Error::BundleState {
-                operation,
-                requires_open,
-            })
+            self.bundle.require_closed(operation)
         }
     }
 
@@ -201,14 +198,14 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 
     fn begin_bundle(&mut self, hydrate: MapHydration<'_>) -> Result<()> {
-        self.check_bundle("begin_bundle", false)?;
+        self.bundle.check_begin("begin_bundle")?;
         for (key_group, _) in hydrate.prefixes {
             self.group_index(*key_group)?;
         }
         for (key_group, _, _) in hydrate.entries {
             self.group_index(*key_group)?;
         }
-        self.bundle_open = true;
+        self.bundle.begin("begin_bundle")?;
         self.dirty_in_bundle = 0;
         Ok(())
     }
@@ -454,7 +451,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 
     fn commit_bundle(&mut self) -> Result<()> {
-        self.check_bundle("commit_bundle", true)?;
+        self.bundle.require_open("commit_bundle")?;
         let mut bytes = 0;
         for (index, key) in std::mem::take(&mut self.buried) {
             let Some(group) = self.groups.get_mut(index) else {
@@ -471,8 +468,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         self.stats.bundles += 1;
         self.dirty_in_bundle = 0;
         self.epoch += 1;
-        self.bundle_open = false;
-        Ok(())
+        self.bundle.end("commit_bundle")
     }
 
     /// Sweeps whole key groups from a cursor: the work of one call is bounded by

@@ -96,6 +96,7 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod bundle;
 mod codec;
 mod context;
 mod error;
@@ -114,6 +115,7 @@ mod ttl;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 
+pub use bundle::BundlePhase;
 pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
