@@ -320,11 +320,25 @@ impl Manifest {
         if count_usize > available / MANIFEST_ENTRY_LEN {
             return Err(ManifestError::EntryCount { count, available });
         }
-        manifest.entries.reserve_exact(count_usize);
-        for index in 0..count_usize {
+        manifest.read_entries(&mut r, count_usize)?;
+        if r.remaining() != 0 {
+            return Err(ManifestError::TrailingBytes {
+                extra: r.remaining(),
+            });
+        }
+        Ok(manifest)
+    }
+
+    /// Reads `count` entries (already checked against the bytes left), each validated.
+    fn read_entries(&mut self, r: &mut Cursor<'_>, count: usize) -> Result<(), ManifestError> {
+        self.entries.reserve_exact(count);
+        for index in 0..count {
             let mut v = [0_u32; 5];
             for slot in &mut v {
-                *slot = u32_field(&mut r, "entry")?;
+                *slot = r
+                    .array::<4>()
+                    .map(u32::from_be_bytes)
+                    .map_err(truncated("entry"))?;
             }
             let [
                 key_group,
@@ -340,15 +354,10 @@ impl Manifest {
                 payload_len,
                 payload_crc32c,
             };
-            manifest.check_entry(index, &entry)?;
-            manifest.entries.push(entry);
+            self.check_entry(index, &entry)?;
+            self.entries.push(entry);
         }
-        if r.remaining() != 0 {
-            return Err(ManifestError::TrailingBytes {
-                extra: r.remaining(),
-            });
-        }
-        Ok(manifest)
+        Ok(())
     }
 
     fn check_fields(&self) -> Result<(), ManifestError> {

@@ -96,6 +96,7 @@ mod memory;
 mod snapshot;
 mod table;
 mod ttl;
+mod validate;
 
 /// The shared conformance suite every backend runs. **Not API-stable**: cases are added and
 /// changed freely.
@@ -109,13 +110,15 @@ pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemo
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
-    encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
+    encode_canonical_batch, plan_restore, restore_canonical_snapshot,
+    restore_canonical_snapshot_at, write_canonical_snapshot, write_canonical_snapshot_at,
 };
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
 pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility, expiration_timestamp,
     is_expired,
 };
+pub use validate::validate_canonical_rows;
 
 // Re-exported so backends and tests name the same versions.
 pub use arrow_array;
