@@ -109,6 +109,7 @@ mod sortkey;
 mod table;
 mod timer;
 mod ttl;
+mod validate;
 
 /// The shared conformance suite every backend runs. **Not API-stable**: cases are added and
 /// changed freely.
@@ -129,7 +130,8 @@ pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
-    encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
+    encode_canonical_batch, plan_restore, restore_canonical_snapshot,
+    restore_canonical_snapshot_at, write_canonical_snapshot, write_canonical_snapshot_at,
 };
 pub use sortkey::{SORT_KEY_VERSION, SortField, decode_sort_key, encode_sort_key};
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
@@ -141,6 +143,7 @@ pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlRead, TtlUpdateType, TtlVisibility,
     expiration_timestamp, is_expired, ttl_exported, ttl_read, ttl_scan_visible,
 };
+pub use validate::validate_canonical_rows;
 
 // Re-exported so backends and tests name the same versions.
 pub use arrow_array;

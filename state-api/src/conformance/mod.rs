@@ -65,6 +65,12 @@ pub use snapshot::{
     restore_rejects_unknown_table, restore_rejects_unreadable_section,
     restore_rejects_unsorted_keys, restore_rejects_wrong_operator, restore_rejects_wrong_version,
 };
+pub use snapshot::{
+    dir_container_snapshots_are_atomic, restore_rejects_extra_key_group,
+    restore_rejects_incomplete_snapshot, restore_rejects_last_access_without_ttl,
+    restore_rejects_missing_key_group, restore_rejects_other_max_parallelism,
+    restore_rejects_swapped_or_copied_key_groups, restore_returns_deadlines,
+};
 pub use timer::{
     timers_delete, timers_fire_in_order_up_to_watermark, timers_misuse_is_rejected,
     timers_registered_while_firing, timers_snapshot_restore_and_rescale,
@@ -243,6 +249,14 @@ macro_rules! keyed_conformance_tests {
             restore_rejects_unknown_table,
             restore_rejects_duplicate_key_group,
             restore_rejects_undecodable_values,
+            restore_rejects_missing_key_group,
+            restore_rejects_swapped_or_copied_key_groups,
+            restore_rejects_extra_key_group,
+            restore_rejects_incomplete_snapshot,
+            restore_rejects_other_max_parallelism,
+            restore_returns_deadlines,
+            restore_rejects_last_access_without_ttl,
+            dir_container_snapshots_are_atomic,
             memory_reservation_accounting,
             memory_exhausted_put_leaves_state_unchanged,
             memory_exhausted_restore_leaves_state_unchanged,
