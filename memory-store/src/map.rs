@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use keygroup::{KeyGroup, KeyGroupRange};
+use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
     BundlePhase, CanonicalTable, Clock, Error, MapHydration, MapTable, MemoryReservation, Result,
     ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
@@ -62,6 +62,7 @@ pub struct MemoryMapTable<C: ValueCodec> {
     ttl: Option<TtlConfig>,
     schema: SchemaRef,
     key_groups: KeyGroupRange,
+    max_parallelism: MaxParallelism,
     clock: Arc<dyn Clock>,
     groups: Vec<Group<C::Value>>,
     buried: Vec<(usize, Box<[u8]>)>,
@@ -88,6 +89,7 @@ impl<C: ValueCodec> MemoryMapTable<C> {
             ttl,
             schema,
             key_groups,
+            max_parallelism: config.max_parallelism(),
             clock: Arc::clone(config.clock()),
             groups: (0..key_groups.len()).map(|_| BTreeMap::new()).collect(),
             buried: Vec::new(),
@@ -590,6 +592,14 @@ impl<C: ValueCodec> CanonicalTable for MemoryMapTable<C> {
 
     fn abort_restore(&mut self) {
         self.staged = None;
+    }
+
+    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
+        Some(self.max_parallelism)
+    }
+
+    fn table_has_ttl(&self) -> Option<bool> {
+        Some(self.ttl.is_some())
     }
 }
 
