@@ -98,7 +98,11 @@
 //!
 //! # Features
 //!
-//! None. The rocksdb dependency compiles only LZ4.
+//! | feature     | default | enables                                                         |
+//! |-------------|---------|-----------------------------------------------------------------|
+//! | `test-util` | no      | `test_util::RocksFactory` for the `state-api` conformance suite (not API-stable) |
+//!
+//! The rocksdb dependency compiles only LZ4.
 
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -110,6 +114,10 @@ mod slot;
 mod store;
 mod table;
 mod ttl_filter;
+
+/// Test support: this backend's conformance-suite factory. **Not API-stable.**
+#[cfg(feature = "test-util")]
+pub mod test_util;
 
 pub use error::{Error, Result, RocksErrorKind};
 pub use format::{

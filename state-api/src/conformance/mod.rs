@@ -46,10 +46,11 @@ pub use bundle::{
     get_put_remove, key_group_out_of_range_is_rejected, open_table_twice_is_rejected,
 };
 pub use map::{
-    map_get_put_update_remove, map_memory_exhausted_put_leaves_state_unchanged,
-    map_misuse_is_rejected, map_model_based_operations_match_btreemap,
-    map_remove_range_inside_and_across_bundles, map_scan_merges_uncommitted_writes,
-    map_scan_order_bounds_and_reverse, map_snapshot_restore_and_rescale, map_ttl_expiry,
+    cross_backend_map_and_timer_exchange, map_get_put_update_remove,
+    map_memory_exhausted_put_leaves_state_unchanged, map_misuse_is_rejected,
+    map_model_based_operations_match_btreemap, map_remove_range_inside_and_across_bundles,
+    map_scan_merges_uncommitted_writes, map_scan_order_bounds_and_reverse,
+    map_snapshot_restore_and_rescale, map_ttl_expiry,
 };
 pub use memory::{
     memory_exhausted_put_leaves_state_unchanged, memory_exhausted_restore_leaves_state_unchanged,
