@@ -33,6 +33,7 @@ use crate::table::{KeyedStateStore, KeyedTable, StoreConfig, ValueOf};
 use crate::ttl::ManualClock;
 
 mod bundle;
+mod campaign;
 mod memory;
 mod model;
 mod snapshot;
@@ -42,6 +43,7 @@ pub use bundle::{
     bundle_hydration_and_coalesced_commit, bundle_misuse_is_rejected, get_of_key_not_in_bundle,
     get_put_remove, key_group_out_of_range_is_rejected, open_table_twice_is_rejected,
 };
+pub use campaign::corruption_campaign;
 pub use memory::{
     memory_exhausted_put_leaves_state_unchanged, memory_exhausted_restore_leaves_state_unchanged,
     memory_exhausted_snapshot, memory_reservation_accounting,
@@ -192,6 +194,7 @@ macro_rules! conformance_tests {
             restore_returns_deadlines,
             restore_rejects_last_access_without_ttl,
             dir_container_snapshots_are_atomic,
+            corruption_campaign,
             memory_reservation_accounting,
             memory_exhausted_put_leaves_state_unchanged,
             memory_exhausted_restore_leaves_state_unchanged,
