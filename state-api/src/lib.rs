@@ -118,7 +118,7 @@ pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility, expiration_timestamp,
     is_expired,
 };
-pub use validate::validate_canonical_rows;
+pub use validate::{decode_canonical_section, validate_canonical_rows};
 
 // Re-exported so backends and tests name the same versions.
 pub use arrow_array;
