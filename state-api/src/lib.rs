@@ -74,6 +74,16 @@
 //!
 //! Rows expired at snapshot time are left out; key groups without rows get no envelope.
 //! The bytes depend only on the logical state, so every backend writes the same bytes.
+//! A manifest ([`sfcs_format::Manifest`]: operator id, max parallelism, versions, covered
+//! key groups, every envelope's lengths and CRCs) is committed last, atomically with the
+//! container generation.
+//!
+//! A restore is complete or refused: a source without a committed manifest, a missing,
+//! extra, swapped or copied key group, a key group of the target no source covers (or two
+//! do), another max parallelism — each is its own [`Error`] variant naming the key group or
+//! source, and nothing is applied. Sections are validated before Arrow reads them and
+//! decoded behind a panic barrier; rows follow [`validate_canonical_rows`] (one rule set for
+//! every backend). See [`restore_canonical_snapshot`].
 //!
 //! # Conformance suite
 //!
@@ -143,7 +153,7 @@ pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlRead, TtlUpdateType, TtlVisibility,
     expiration_timestamp, is_expired, ttl_exported, ttl_read, ttl_scan_visible,
 };
-pub use validate::validate_canonical_rows;
+pub use validate::{decode_canonical_section, validate_canonical_rows};
 
 // Re-exported so backends and tests name the same versions.
 pub use arrow_array;

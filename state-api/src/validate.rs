@@ -195,12 +195,19 @@ impl<'a> Messages<'a> {
 /// Validates a canonical section's IPC stream against `expected` (the table's canonical
 /// schema). Returns the number of record batches.
 pub(crate) fn validate_ipc_stream(bytes: &[u8], expected: &Schema) -> Result<usize, IpcFault> {
+    validate_stream(bytes, Some(expected)).map(|(_, batches)| batches)
+}
+
+/// [`validate_ipc_stream`] against `expected`, or (`None`) against the stream's own schema,
+/// which must still be flat, dictionary-free and of supported types. Returns the schema and
+/// the number of record batches.
+fn validate_stream(bytes: &[u8], expected: Option<&Schema>) -> Result<(Schema, usize), IpcFault> {
     let mut messages = Messages { bytes, pos: 0 };
     let first = messages
         .next_message()?
         .ok_or(IpcFault::Invalid(0, "stream without a schema"))?;
-    check_schema(&first, expected)?;
-    let layouts: Vec<(Layout, bool)> = expected
+    let found = check_schema(&first, expected)?;
+    let layouts: Vec<(Layout, bool)> = found
         .fields()
         .iter()
         .map(|f| Layout::of(f.data_type()).map(|l| (l, f.is_nullable())))
@@ -214,7 +221,7 @@ pub(crate) fn validate_ipc_stream(bytes: &[u8], expected: &Schema) -> Result<usi
         check_batch(&message, &layouts)?;
         batches += 1;
     }
-    Ok(batches)
+    Ok((found, batches))
 }
 
 fn check_version(message: &arrow_ipc::Message<'_>, offset: usize) -> Result<(), IpcFault> {
@@ -229,7 +236,7 @@ fn check_version(message: &arrow_ipc::Message<'_>, offset: usize) -> Result<(), 
     }
 }
 
-fn check_schema(first: &Message<'_>, expected: &Schema) -> Result<(), IpcFault> {
+fn check_schema(first: &Message<'_>, expected: Option<&Schema>) -> Result<Schema, IpcFault> {
     let at = first.offset;
     check_version(&first.flatbuffer, at)?;
     let schema = first
@@ -255,6 +262,9 @@ fn check_schema(first: &Message<'_>, expected: &Schema) -> Result<(), IpcFault> 
     }
     let found = arrow_ipc::convert::try_fb_to_schema(schema)
         .map_err(|_| IpcFault::Invalid(at, "schema does not decode"))?;
+    let Some(expected) = expected else {
+        return Ok(found);
+    };
     if found
         .metadata()
         .get(CANONICAL_VERSION_KEY)
@@ -266,7 +276,7 @@ fn check_schema(first: &Message<'_>, expected: &Schema) -> Result<(), IpcFault> 
     if found.fields() != expected.fields() {
         return Err(IpcFault::Schema);
     }
-    Ok(())
+    Ok(found)
 }
 
 fn check_batch(message: &Message<'_>, layouts: &[(Layout, bool)]) -> Result<(), IpcFault> {
@@ -412,6 +422,41 @@ pub(crate) fn decode_section(
         StreamReader::try_new(bytes, None)?.collect::<Result<Vec<_>, _>>()
     })?;
     decoded.map_err(arrow_error)
+}
+
+/// Validates and decodes one canonical section for tools that do not know the table's
+/// schema (the inspector): the [IPC checks](self) against the stream's own schema (which
+/// must still be flat and dictionary-free), `arrow-ipc`'s reader behind the panic barrier,
+/// and [`validate_canonical_rows`] on every batch (TTL unknown). `key_group` and `table`
+/// only label errors.
+///
+/// # Errors
+/// [`Error::InvalidIpc`], [`Error::Arrow`], [`Error::DecodePanicked`], [`Error::Corruption`],
+/// [`Error::InvalidRow`].
+pub fn decode_canonical_section(
+    key_group: i32,
+    table: &str,
+    bytes: &[u8],
+) -> Result<(arrow_schema::SchemaRef, Vec<RecordBatch>)> {
+    let (schema, _) = validate_stream(bytes, None).map_err(|f| f.into_error(key_group, table))?;
+    let batches = catch_panic(key_group, table, || {
+        StreamReader::try_new(bytes, None)?.collect::<Result<Vec<_>, _>>()
+    })?
+    .map_err(|source| Error::Arrow {
+        key_group,
+        table: table.to_owned(),
+        source,
+    })?;
+    let mut last: Option<Vec<u8>> = None;
+    for batch in &batches {
+        validate_canonical_rows(key_group, table, batch, last.as_deref(), None)?;
+        if let Some((keys, _)) = key_columns(batch)
+            && let Some(k) = keys.iter().last().flatten()
+        {
+            last = Some(k.to_vec());
+        }
+    }
+    Ok((std::sync::Arc::new(schema), batches))
 }
 
 /// Runs `f`, turning a panic into [`Error::DecodePanicked`].

@@ -33,6 +33,7 @@ use crate::table::{KeyedStateStore, KeyedTable, StoreConfig, ValueOf};
 use crate::ttl::ManualClock;
 
 mod bundle;
+mod campaign;
 mod map;
 mod map_model;
 mod memory;
@@ -45,6 +46,7 @@ pub use bundle::{
     bundle_hydration_and_coalesced_commit, bundle_misuse_is_rejected, get_of_key_not_in_bundle,
     get_put_remove, key_group_out_of_range_is_rejected, open_table_twice_is_rejected,
 };
+pub use campaign::corruption_campaign;
 pub use map::{
     cross_backend_map_and_timer_exchange, map_get_put_update_remove,
     map_memory_exhausted_put_leaves_state_unchanged, map_misuse_is_rejected,
@@ -258,6 +260,7 @@ macro_rules! keyed_conformance_tests {
             restore_returns_deadlines,
             restore_rejects_last_access_without_ttl,
             dir_container_snapshots_are_atomic,
+            corruption_campaign,
             memory_reservation_accounting,
             memory_exhausted_put_leaves_state_unchanged,
             memory_exhausted_restore_leaves_state_unchanged,
