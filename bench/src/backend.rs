@@ -5,7 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use memory_store::MemoryStore;
-use state_api::{BoundedMemoryPool, KeyedStateStore, MemoryPool, StoreConfig};
+#[cfg(feature = "typed")]
+use state_api::{BoundedMemoryPool, MemoryPool};
+use state_api::{KeyedStateStore, StoreConfig};
+#[cfg(feature = "typed")]
 use typed_store::{DEFAULT_WRITE_BUFFER_RATIO, MemtableOptions, RocksSlot, RocksStore, SlotMemory};
 
 use crate::error::BenchResult;
@@ -32,6 +35,7 @@ pub trait Backend: Sync {
     fn disk_bytes(&self, store: &Self::Store, table: &str) -> BenchResult<u64>;
 }
 
+#[cfg(feature = "typed")]
 /// typed-store: every store in its own slot of `slot_bytes` (block cache + write-buffer
 /// manager by Flink's formulas) and its own bounded host pool of `pool_bytes` (the table's
 /// working map and clean cache are charged to it).
@@ -47,6 +51,7 @@ pub struct Typed {
     pub memtable: Option<MemtableOptions>,
 }
 
+#[cfg(feature = "typed")]
 impl Backend for Typed {
     type Store = RocksStore;
 

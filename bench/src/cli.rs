@@ -3,9 +3,12 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
+#[cfg(feature = "typed")]
 use typed_store::MemtableOptions;
 
-use crate::backend::{Memory, Typed};
+use crate::backend::Memory;
+#[cfg(feature = "typed")]
+use crate::backend::Typed;
 use crate::e2e::{Mode, RunReport, RunSpec, run};
 use crate::error::{BenchError, BenchResult};
 use crate::workloads::{DEFAULT_EVENTS, DEFAULT_KEYS, GroupAggregate, TopOne, WorkloadId};
@@ -75,7 +78,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             workloads: vec![WorkloadId::W1, WorkloadId::W4],
-            typed: true,
+            typed: cfg!(feature = "typed"),
             memory: true,
             parallelisms: vec![1, 2],
             per_record: true,
@@ -192,6 +195,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
 /// # Errors
 /// The first run's failure.
 pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
+    #[cfg(feature = "typed")]
     let memtable = (options.inplace.is_some() || options.memtable_bloom.is_some()).then(|| {
         let mut m = MemtableOptions::default();
         if let Some(inplace) = options.inplace {
@@ -202,6 +206,7 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
         }
         m
     });
+    #[cfg(feature = "typed")]
     let typed = Typed {
         slot_bytes: options.slot_mib << 20,
         pool_bytes: options.pool_mib << 20,
@@ -243,9 +248,15 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
         }
         for (is_typed, spec) in specs {
             let report = match (workload, is_typed) {
+                #[cfg(feature = "typed")]
                 (WorkloadId::W1, true) => run::<_, GroupAggregate>(&typed, &spec),
-                (WorkloadId::W1, false) => run::<_, GroupAggregate>(&Memory, &spec),
+                #[cfg(feature = "typed")]
                 (WorkloadId::W4, true) => run::<_, TopOne>(&typed, &spec),
+                #[cfg(not(feature = "typed"))]
+                (_, true) => Err(BenchError::Usage(
+                    "typed-store is not built in (feature `typed`)".to_owned(),
+                )),
+                (WorkloadId::W1, false) => run::<_, GroupAggregate>(&Memory, &spec),
                 (WorkloadId::W4, false) => run::<_, TopOne>(&Memory, &spec),
             }?;
             if !options.json {
@@ -266,7 +277,7 @@ fn mib(bytes: u64) -> String {
 /// The table header.
 pub fn header() -> String {
     format!(
-        "{:<24} {:>6} {:>11} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}",
+        "{:<24} {:>6} {:>11} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}  {}",
         "run",
         "bundle",
         "events/s",
@@ -281,14 +292,15 @@ pub fn header() -> String {
         "snap_ms",
         "snapMiB",
         "restore3",
-        "verified"
+        "verified",
+        "ms gen/begin/proc/commit"
     )
 }
 
 /// One report as a table line.
 pub fn line(r: &RunReport) -> String {
     format!(
-        "{:<24} {:>6} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}",
+        "{:<24} {:>6} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}",
         r.label(),
         r.bundle,
         r.events_per_second,
@@ -307,7 +319,11 @@ pub fn line(r: &RunReport) -> String {
         r.snapshot_ms,
         mib(r.snapshot_bytes),
         r.restore_ms,
-        if r.restore_verified { "ok" } else { "FAIL" }
+        if r.restore_verified { "ok" } else { "FAIL" },
+        r.phases.generate_ms,
+        r.phases.begin_ms,
+        r.phases.process_ms,
+        r.phases.commit_ms
     )
 }
 
@@ -317,8 +333,17 @@ mod tests {
 
     #[test]
     fn parses_lists_and_quick() {
-        let args = ["--workload", "w4", "--backend", "memory", "--quick", "--json"];
-        let o = parse(args.iter().map(|s| (*s).to_owned())).unwrap().unwrap();
+        let args = [
+            "--workload",
+            "w4",
+            "--backend",
+            "memory",
+            "--quick",
+            "--json",
+        ];
+        let o = parse(args.iter().map(|s| (*s).to_owned()))
+            .unwrap()
+            .unwrap();
         assert_eq!(o.workloads, [WorkloadId::W4]);
         assert!(o.memory && !o.typed && o.json);
         assert_eq!((o.events, o.keys), (50_000, 2_000));

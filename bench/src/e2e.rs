@@ -120,6 +120,8 @@ pub struct RunReport {
     pub restore_ms: f64,
     /// Whether the restored subtasks hold exactly the final table.
     pub restore_verified: bool,
+    /// Where the subtasks' time went, summed over subtasks.
+    pub phases: Phases,
 }
 
 impl RunReport {
@@ -129,6 +131,28 @@ impl RunReport {
             "{}/{}/{}/p{}",
             self.workload, self.backend, self.mode, self.parallelism
         )
+    }
+}
+
+/// Where a subtask's wall time went (bundled mode; per record everything is `process`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    /// Generating events, building key rows and key groups, routing.
+    pub generate_ms: f64,
+    /// `begin_bundle`: finding misses, the batched read, decoding (hydration).
+    pub begin_ms: f64,
+    /// `get` / operator / `put` per event (working map and operator).
+    pub process_ms: f64,
+    /// `commit_bundle`: encoding the dirty values, the write batch, the RocksDB write.
+    pub commit_ms: f64,
+}
+
+impl Phases {
+    fn add(&mut self, other: &Phases) {
+        self.generate_ms += other.generate_ms;
+        self.begin_ms += other.begin_ms;
+        self.process_ms += other.process_ms;
+        self.commit_ms += other.commit_ms;
     }
 }
 
@@ -172,9 +196,10 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     owners: &[i32],
     index: i32,
     progress: Option<&ProgressBar>,
-) -> BenchResult<Changelog> {
+) -> BenchResult<(Changelog, Phases)> {
     let mp = MaxParallelism::new(MAX_PARALLELISM)?;
     let mut writer = BinaryRowWriter::new(1);
+    let mut phases = Phases::default();
     let bundle = spec.bundle.max(1) as u64;
     let mut rows: Vec<u8> = Vec::with_capacity(spec.bundle * 16);
     let mut events: Vec<Event> = Vec::with_capacity(spec.bundle);
@@ -182,6 +207,7 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     let mut start = 0;
     while start < spec.events {
         let end = (start + bundle).min(spec.events);
+        let t0 = Instant::now();
         rows.clear();
         events.clear();
         for i in start..end {
@@ -205,7 +231,9 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
             .iter()
             .map(|e| (e.key_group, &rows[e.start..e.end]))
             .collect();
+        let t1 = Instant::now();
         table.begin_bundle(&named)?;
+        let t2 = Instant::now();
         for e in &events {
             let row = &rows[e.start..e.end];
             let state = table.get(e.key_group, row)?.copied();
@@ -213,13 +241,19 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
                 table.put(e.key_group, row, next)?;
             }
         }
+        let t3 = Instant::now();
         table.commit_bundle()?;
+        let t4 = Instant::now();
+        phases.generate_ms += millis(t1 - t0);
+        phases.begin_ms += millis(t2 - t1);
+        phases.process_ms += millis(t3 - t2);
+        phases.commit_ms += millis(t4 - t3);
         if let Some(bar) = progress {
             bar.inc(end - start);
         }
         start = end;
     }
-    Ok(out)
+    Ok((out, phases))
 }
 
 /// Runs subtask `index`'s share one event per bundle (one get, one put).
@@ -229,10 +263,11 @@ fn run_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     owners: &[i32],
     index: i32,
     progress: Option<&ProgressBar>,
-) -> BenchResult<Changelog> {
+) -> BenchResult<(Changelog, Phases)> {
     let mp = MaxParallelism::new(MAX_PARALLELISM)?;
     let mut writer = BinaryRowWriter::new(1);
     let mut out = Changelog::default();
+    let started = Instant::now();
     for i in 0..spec.events {
         let k = key(i, spec.keys);
         let key_group = key_row(&mut writer, k, mp);
@@ -251,7 +286,11 @@ fn run_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
             bar.inc(8192);
         }
     }
-    Ok(out)
+    let phases = Phases {
+        process_ms: millis(started.elapsed()),
+        ..Phases::default()
+    };
+    Ok((out, phases))
 }
 
 /// The final table held by `table`: its committed state, key group by key group.
@@ -361,7 +400,8 @@ where
         .tempdir_in(&spec.dir)?;
     let mp = MaxParallelism::new(MAX_PARALLELISM)?;
     let owners = owners(mp, Parallelism::new(spec.parallelism)?);
-    let mut subtasks = open_subtasks::<B, O>(backend, spec.parallelism, &run_dir.path().join("run"))?;
+    let mut subtasks =
+        open_subtasks::<B, O>(backend, spec.parallelism, &run_dir.path().join("run"))?;
     let label = format!(
         "{}/{}/{}/p{}",
         O::ID.name(),
@@ -382,7 +422,7 @@ where
 
     reset_peak_rss();
     let started = Instant::now();
-    let results: Vec<BenchResult<Changelog>> = std::thread::scope(|scope| {
+    let results: Vec<BenchResult<(Changelog, Phases)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = subtasks
             .tables
             .iter_mut()
@@ -407,8 +447,11 @@ where
         bar.finish_and_clear();
     }
     let mut out = Changelog::default();
+    let mut phases = Phases::default();
     for result in results {
-        out.merge(&result?);
+        let (changelog, subtask) = result?;
+        out.merge(&changelog);
+        phases.add(&subtask);
     }
 
     // The final table, from the committed state of every subtask.
@@ -448,8 +491,11 @@ where
     drop(subtasks);
 
     // Restore onto 3 subtasks and verify that together they hold exactly the final table.
-    let mut restored =
-        open_subtasks::<B, O>(backend, RESTORE_PARALLELISM, &run_dir.path().join("restore"))?;
+    let mut restored = open_subtasks::<B, O>(
+        backend,
+        RESTORE_PARALLELISM,
+        &run_dir.path().join("restore"),
+    )?;
     let sources: Vec<&dyn Container> = containers.iter().map(|c| c as &dyn Container).collect();
     let restore_started = Instant::now();
     for table in &mut restored.tables {
@@ -470,7 +516,12 @@ where
         check(&label, "output rows of one kind", *got, want)?;
     }
     check(&label, "chk_changelog", out.checksum, want_out.checksum)?;
-    check(&label, "chk_final", final_state.checksum, want_final.checksum)?;
+    check(
+        &label,
+        "chk_final",
+        final_state.checksum,
+        want_final.checksum,
+    )?;
     check(&label, "final rows", final_state.rows, want_final.rows)?;
     let matches_issue = issue_expected(O::ID, spec.events, spec.keys).map(|e| {
         e.rows == out.total()
@@ -527,5 +578,6 @@ where
         snapshot_key_groups,
         restore_ms,
         restore_verified: true,
+        phases,
     })
 }

@@ -8,6 +8,7 @@ pub enum BenchError {
     #[error("state: {0}")]
     State(#[from] state_api::Error),
     /// typed-store could not open a store or slot.
+    #[cfg(feature = "typed")]
     #[error("typed-store: {0}")]
     Rocks(#[from] typed_store::Error),
     /// A snapshot container failed.

@@ -43,7 +43,9 @@ impl<const N: usize> ValueCodec for I64Columns<N> {
         Ok((0..N)
             .map(|c| {
                 let column: ArrayRef = Arc::new(Int64Array::from_iter_values(
-                    values.clone().map(|v| v.get(c).copied().unwrap_or_default()),
+                    values
+                        .clone()
+                        .map(|v| v.get(c).copied().unwrap_or_default()),
                 ));
                 column
             })

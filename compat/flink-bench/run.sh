@@ -5,7 +5,9 @@
 # backend and parallelism (medians of the timed runs).
 #
 #   compat/flink-bench/run.sh [--workloads "w1 w4"] [--parallelism "1 2"] [--runs 3]
-#                             [--events N] [--keys K] [--out DIR]
+#                             [--pairs "typed:rocksdb memory:hashmap"] [--events N] [--keys K]
+#                             [--out DIR]
+# SFSTATE_BENCH=path uses that sfstate-bench binary instead of building it.
 #
 # Before every timed run (either engine) it waits until the CPUs are at least MIN_IDLE (0.85)
 # idle over one second, for at most IDLE_TIMEOUT (120) seconds, and records what it saw.
@@ -20,6 +22,7 @@ WORK="$HERE/work"
 FLINK_VERSION=2.3.0
 WORKLOADS="w1 w4"
 PARALLELISM="1 2"
+PAIRS="typed:rocksdb memory:hashmap"
 RUNS=3
 EVENTS=2000000
 KEYS=100000
@@ -31,10 +34,11 @@ while [ $# -gt 0 ]; do
         --workloads) WORKLOADS="${2:?}"; shift 2 ;;
         --parallelism) PARALLELISM="${2:?}"; shift 2 ;;
         --runs) RUNS="${2:?}"; shift 2 ;;
+        --pairs) PAIRS="${2:?}"; shift 2 ;;
         --events) EVENTS="${2:?}"; shift 2 ;;
         --keys) KEYS="${2:?}"; shift 2 ;;
         --out) OUT="${2:?}"; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# *//'; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0" | sed 's/^# *//'; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -71,8 +75,12 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d %p %c - %m%n
 LOG
-(cd "$ROOT" && source scripts/env.sh && cargo build --release --locked -q -p sfstate-bench --bin sfstate-bench)
-BENCH="${CARGO_TARGET_DIR:-$HOME/.cache/sfstate/target}/release/sfstate-bench"
+if [ -n "${SFSTATE_BENCH:-}" ]; then
+    BENCH="$SFSTATE_BENCH"
+else
+    (cd "$ROOT" && source scripts/env.sh && cargo build --release --locked -q -p sfstate-bench --bin sfstate-bench)
+    BENCH="${CARGO_TARGET_DIR:-$HOME/.cache/sfstate/target}/release/sfstate-bench"
+fi
 
 # ---------------------------------------------------------------- idle machine
 cpu_idle() { # idle fraction of all CPUs over one second
@@ -100,9 +108,8 @@ JAVA_OPTS="${JAVA_OPTS:--Xmx2g -XX:+UseParallelGC}"
 echo "results in $OUT" >&2
 for w in $WORKLOADS; do
     for p in $PARALLELISM; do
-        for pair in "typed rocksdb" "memory hashmap"; do
-            set -- $pair
-            ours=$1 theirs=$2
+        for pair in $PAIRS; do
+            ours=${pair%%:*} theirs=${pair##*:}
             echo "== $w p$p: flink $theirs" >&2
             java $JAVA_OPTS -cp "$CLASSES:$CP" flinkbench.FlinkBench --workload "$w" \
                 --backend "$theirs" --parallelism "$p" --events "$EVENTS" --keys "$KEYS" \

@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn inline_and_heap_keys_behave_as_bytes() {
-        let state = hashbrown::DefaultHashBuilder::default();
+        let state = foldhash::fast::RandomState::default();
         for len in [0, 1, 16, INLINE, INLINE + 1, 100] {
             let bytes: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
             let key = Key::from(bytes.as_slice());

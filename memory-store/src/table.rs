@@ -33,7 +33,7 @@ struct Entry<V> {
 
 /// One key group's entries: hashbrown with foldhash, keys inline up to 22 bytes, looked up
 /// by `&[u8]` with one hash per operation.
-type Group<V> = HashMap<Key, Entry<V>>;
+type Group<V> = HashMap<Key, Entry<V>, foldhash::fast::RandomState>;
 
 /// Rows staged by [`CanonicalTable::stage_restore`] or a native restore.
 #[derive(Debug)]
@@ -95,7 +95,7 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
             schema,
             key_groups,
             clock: Arc::clone(config.clock()),
-            groups: (0..key_groups.len()).map(|_| HashMap::new()).collect(),
+            groups: (0..key_groups.len()).map(|_| Group::default()).collect(),
             tombstones: vec![0; key_groups.len()],
             tombstone_groups: Vec::new(),
             listed: vec![false; key_groups.len()],
@@ -203,7 +203,9 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
         rows: impl Iterator<Item = (usize, Box<[u8]>, i64, C::Value)>,
     ) -> Result<Staged<C::Value>> {
         let mut staged = Staged {
-            groups: (0..self.key_groups.len()).map(|_| HashMap::new()).collect(),
+            groups: (0..self.key_groups.len())
+                .map(|_| Group::default())
+                .collect(),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         };
         for (index, key, last_access, value) in rows {
@@ -235,7 +237,9 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
 
     fn apply_staged(&mut self, staged: Option<Staged<C::Value>>) {
         let staged = staged.unwrap_or_else(|| Staged {
-            groups: (0..self.key_groups.len()).map(|_| HashMap::new()).collect(),
+            groups: (0..self.key_groups.len())
+                .map(|_| Group::default())
+                .collect(),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         });
         self.groups = staged.groups;
@@ -381,12 +385,15 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
             }
             EntryRef::Vacant(vacant) => {
                 reservation.try_grow(entry_size::<C::Value>(key.len(), new_heap))?;
-                vacant.insert(Entry {
-                    value,
-                    last_access: now,
-                    live: true,
-                    dirty_epoch: *epoch,
-                });
+                vacant.insert_with_key(
+                    Key::from(key),
+                    Entry {
+                        value,
+                        last_access: now,
+                        live: true,
+                        dirty_epoch: *epoch,
+                    },
+                );
                 *dirty_in_bundle += 1;
             }
         }
@@ -596,17 +603,14 @@ impl<C: ValueCodec> NativeSnapshot for MemoryKeyedTable<C> {
             .iter()
             .enumerate()
             .flat_map(|(index, group)| {
-                group
-                    .iter()
-                    .filter(|(_, e)| e.live)
-                    .map(move |(k, e)| {
-                        (
-                            index,
-                            Box::from(k.as_bytes()),
-                            e.last_access,
-                            e.value.clone(),
-                        )
-                    })
+                group.iter().filter(|(_, e)| e.live).map(move |(k, e)| {
+                    (
+                        index,
+                        Box::from(k.as_bytes()),
+                        e.last_access,
+                        e.value.clone(),
+                    )
+                })
             })
             .collect();
         Ok(MemoryTableSnapshot {

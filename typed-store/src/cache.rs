@@ -5,7 +5,8 @@
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash, Hasher};
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
 
 /// Key bytes kept inline up to this length.
 const INLINE: usize = 22;
@@ -98,14 +99,14 @@ impl std::fmt::Debug for Key {
 /// hash so that a lookup, a miss and the insert after it share it.
 pub(crate) struct WorkingMap<V> {
     table: HashTable<(Key, V)>,
-    hasher: DefaultHashBuilder,
+    hasher: RandomState,
 }
 
 impl<V> WorkingMap<V> {
     pub(crate) fn new() -> Self {
         Self {
             table: HashTable::new(),
-            hasher: DefaultHashBuilder::default(),
+            hasher: RandomState::default(),
         }
     }
 
@@ -209,7 +210,7 @@ mod tests {
 
     #[test]
     fn inline_and_heap_keys_behave_as_bytes() {
-        let state = DefaultHashBuilder::default();
+        let state = RandomState::default();
         for len in [0, 1, 16, INLINE, INLINE + 1, 100] {
             let bytes: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
             let key = Key::from(bytes.as_slice());

@@ -636,7 +636,8 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         self.check_bundle("commit_bundle", true)?;
         // Keys in ascending order: RocksDB's memtable insert reuses its skip-list splice for
         // sequential keys, which makes a sorted batch markedly cheaper to apply.
-        self.dirty_keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        self.dirty_keys
+            .sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut batch = WriteBatch::default();
         {
             let st = self.shared.read();
@@ -695,7 +696,10 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             if let Some(slot) = self.working.get_mut_hashed(hash, key.as_bytes()) {
                 slot.dirty = false;
                 if !slot.live {
-                    freed += self.working.remove(key.as_bytes()).map_or(0, |s| s.reserved);
+                    freed += self
+                        .working
+                        .remove(key.as_bytes())
+                        .map_or(0, |s| s.reserved);
                 }
             }
         }
@@ -705,7 +709,10 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
                 .get(key.as_bytes())
                 .is_some_and(|s| !s.live || s.reserved == 0)
             {
-                freed += self.working.remove(key.as_bytes()).map_or(0, |s| s.reserved);
+                freed += self
+                    .working
+                    .remove(key.as_bytes())
+                    .map_or(0, |s| s.reserved);
             }
         }
         self.reservation.shrink(freed);
