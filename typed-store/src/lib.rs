@@ -108,6 +108,7 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod cache;
 mod error;
 mod format;
 mod slot;
@@ -125,7 +126,7 @@ pub use format::{
     META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX, TIMESTAMP_BYTES, describe_fields,
 };
 pub use slot::{
-    DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, RocksSlot, SlotMemory,
+    DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, MemtableOptions, RocksSlot, SlotMemory,
     calculate_actual_cache_capacity, calculate_default_arena_block_size, calculate_mutable_limit,
     calculate_write_buffer_manager_capacity, validate_arena_block_size,
 };
