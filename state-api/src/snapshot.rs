@@ -544,8 +544,9 @@ pub fn plan_restore(
 /// the target's (taken from [`CanonicalTable::table_max_parallelism`]; see
 /// [`restore_canonical_snapshot_at`] to name it).
 ///
-/// All or nothing: every envelope, section, schema and row of every key group is read,
-/// validated (the Arrow IPC bytes before Arrow reads them, the rows by
+/// All or nothing: every envelope of every key group is read, vouched for and checksummed
+/// first; then every section, schema and row is validated (the Arrow IPC bytes before Arrow
+/// reads them, the rows by
 /// [`validate_canonical_rows`]) and staged in every table first; only then is each table's
 /// content replaced (tables the snapshot has no rows for become empty). On any error every
 /// table is unchanged. Envelope and decoded bytes are reserved from `pool` while staging.
@@ -609,6 +610,10 @@ fn restore_snapshot(
     let mut reservation = MemoryReservation::new(Arc::clone(pool));
     let mut staged: Vec<Vec<(KeyGroup, RecordBatch)>> = vec![Vec::new(); tables.len()];
     let mut summary = RestoreSummary::default();
+    // Pass 1, cheap checks first: every envelope of the plan read, vouched for by its
+    // manifest and checksummed, and its section framing and table names checked, before any
+    // Arrow decoding.
+    let mut payloads = Vec::with_capacity(plan.len());
     for &(key_group, index) in &plan {
         let kg = key_group.get();
         let Some(source) = opened.get(index) else {
@@ -626,6 +631,16 @@ fn restore_snapshot(
             )?;
         reservation.try_grow(payload.len())?;
         let sections = Sections::decode(&payload).map_err(sfcs_format::Error::from)?;
+        if let Some(unknown) = sections.iter().find(|s| !names.iter().any(|n| n == s.name)) {
+            return Err(corruption(kg, unknown.name, CorruptionKind::UnknownTable));
+        }
+        summary.deadlines.push((key_group, header.deadline()));
+        payloads.push((key_group, payload));
+    }
+    // Pass 2: decode and validate every section.
+    for (key_group, payload) in &payloads {
+        let (key_group, kg) = (*key_group, key_group.get());
+        let sections = Sections::decode(payload).map_err(sfcs_format::Error::from)?;
         for section in &sections {
             let Some(index) = names.iter().position(|n| n == section.name) else {
                 return Err(corruption(kg, section.name, CorruptionKind::UnknownTable));
@@ -648,8 +663,8 @@ fn restore_snapshot(
             }
         }
         summary.key_groups += 1;
-        summary.deadlines.push((key_group, header.deadline()));
     }
+    drop(payloads);
 
     // Stage every table; on the first failure (or panic), drop everything staged so far.
     for i in 0..tables.len() {

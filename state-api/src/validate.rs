@@ -425,7 +425,8 @@ pub(crate) fn decode_section(
 }
 
 /// Validates and decodes one canonical section for tools that do not know the table's
-/// schema (the inspector): the [IPC checks](self) against the stream's own schema (which
+/// schema (the inspector): the IPC checks of
+/// [`restore_canonical_snapshot`](crate::restore_canonical_snapshot) against the stream's own schema (which
 /// must still be flat and dictionary-free), `arrow-ipc`'s reader behind the panic barrier,
 /// and [`validate_canonical_rows`] on every batch (TTL unknown). `key_group` and `table`
 /// only label errors.
@@ -490,9 +491,11 @@ pub(crate) fn key_columns(batch: &RecordBatch) -> Option<(&BinaryArray, &Int64Ar
     Some((keys, ts))
 }
 
-/// Checks one canonical batch of `table` in `key_group` against the canonical rules (see the
-/// [module documentation](self)); `previous_key` is the last key of the batch before it in
-/// the same key group. `has_ttl` is whether the table has TTL (`None`: unknown, the
+/// Checks one canonical batch of `table` in `key_group` against the canonical rules: keys and
+/// timestamps non-null, keys strictly ascending by bytes, and — in a table without TTL — a
+/// `last_access` of 0 (refused, not normalised: the writer always writes 0 there, and Flink
+/// refuses TTL state restored without TTL). `previous_key` is the last key of the batch
+/// before it in the same key group. `has_ttl` is whether the table has TTL (`None`: unknown, the
 /// last-access rule is skipped). Used by snapshot and restore alike, for every backend.
 ///
 /// # Errors

@@ -896,7 +896,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Seeded corruption campaign (see the [module documentation](self)): ≥ 10 000 mutations of
+/// Seeded corruption campaign (outcome rules in the state-api README): ≥ 10 000 mutations of
 /// a two-table canonical snapshot (max parallelism 8, every key group with an envelope,
 /// deadlines on some) in a [`MemoryContainer`] plus directory-level mutations of the same
 /// snapshot in a [`DirContainer`], each restored into a store holding other state. Prints
