@@ -106,9 +106,12 @@
 
 mod error;
 mod format;
+mod map;
+mod restore;
 mod slot;
 mod store;
 mod table;
+mod timer;
 mod ttl_filter;
 
 pub use error::{Error, Result, RocksErrorKind};
@@ -121,5 +124,7 @@ pub use slot::{
     calculate_actual_cache_capacity, calculate_default_arena_block_size, calculate_mutable_limit,
     calculate_write_buffer_manager_capacity, validate_arena_block_size,
 };
-pub use store::{RocksCheckpoint, RocksStore};
+pub use map::RocksMapTable;
+pub use store::{LIVE_POINTER_FILE, RocksCheckpoint, RocksStore};
 pub use table::RocksKeyedTable;
+pub use timer::RocksTimerTable;

@@ -3,24 +3,28 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     BoundColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DBWithThreadMode,
     DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, ReadOptions, WriteOptions,
 };
-use state_api::{Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TtlConfig, ValueCodec};
+use state_api::{
+    Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TableRegistry, TtlConfig, ValueCodec,
+};
 
 use crate::error::{Error, Result};
 use crate::format::{
     FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_CF_PREFIX,
-    META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX, describe_fields,
+    META_TABLE_COLUMNS_PREFIX, RowCodec, TABLE_CF_PREFIX, describe_fields,
 };
 use crate::slot::RocksSlot;
 use crate::table::RocksKeyedTable;
+use crate::timer::TimerState;
 use crate::ttl_filter::{TtlCell, TtlFilterFactory};
 
 /// Write-buffer size of the default (metadata) column family.
@@ -57,6 +61,21 @@ impl DbState {
             })
     }
 
+    /// The name of the column family holding `table`, if the table exists.
+    pub(crate) fn cf_of_table(&self, table: &str) -> Option<&str> {
+        self.cf_of.get(table).map(String::as_str)
+    }
+
+    /// The name of the column family holding `table`.
+    pub(crate) fn table_cf_name(&self, table: &str) -> state_api::Result<String> {
+        self.cf_of_table(table).map(str::to_owned).ok_or_else(|| {
+            Error::CorruptMetadata {
+                key: format!("{META_TABLE_CF_PREFIX}{table}"),
+            }
+            .into()
+        })
+    }
+
     /// The column family named `name`.
     pub(crate) fn cf(&self, name: &str) -> state_api::Result<Arc<BoundColumnFamily<'_>>> {
         self.db.cf_handle(name).ok_or_else(|| {
@@ -68,14 +87,23 @@ impl DbState {
     }
 }
 
+/// What the store remembers of an open table: its column description (metadata) and TTL.
+#[derive(Debug, Clone)]
+struct TableInfo {
+    columns: String,
+    ttl_millis: Option<i64>,
+}
+
 /// What every table and the store share.
 pub(crate) struct Shared {
     state: RwLock<DbState>,
     root: PathBuf,
     slot: RocksSlot,
     clock: Arc<dyn Clock>,
-    /// Tables opened in this store and their TTL (re-applied after a native restore).
-    tables: Mutex<HashMap<String, Option<i64>>>,
+    /// Tables opened in this store (re-created and re-configured after a native restore).
+    tables: Mutex<HashMap<String, TableInfo>>,
+    /// The in-memory timer sets of the open timer tables, reloaded by a native restore.
+    pub(crate) timer_tables: Mutex<HashMap<String, Weak<Mutex<TimerState>>>>,
     /// Bundles currently open over all tables.
     pub(crate) open_bundles: AtomicUsize,
     checkpoints: AtomicU64,
@@ -111,20 +139,25 @@ impl Shared {
         cf_options(&self.slot, Arc::clone(cell), Arc::clone(&self.clock))
     }
 
-    /// Creates a fresh, empty column family for `table` (not yet mapped); returns its name.
+    /// Creates a fresh, empty column family for `table` (not yet mapped) with the table's
+    /// TTL; returns its name.
     pub(crate) fn create_table_cf(&self, table: &str) -> Result<String> {
         let ttl = self
             .tables
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(table)
-            .copied()
-            .flatten();
+            .and_then(|t| t.ttl_millis);
+        self.create_cf(ttl)
+    }
+
+    /// Creates a fresh, empty column family whose compaction filter applies `ttl_millis`.
+    fn create_cf(&self, ttl_millis: Option<i64>) -> Result<String> {
         let mut st = self.write();
         let name = format!("{TABLE_CF_PREFIX}{}", st.next_cf);
         st.next_cf += 1;
         let cell = TtlCell::new();
-        cell.set(ttl);
+        cell.set(ttl_millis);
         st.db
             .create_cf(&name, &self.cf_options(&cell))
             .map_err(Error::rocks("create column family"))?;
@@ -140,18 +173,21 @@ impl Shared {
         st.ttl_cells.remove(name);
     }
 
-    /// Maps `table` to column family `cf`, dropping the family it replaces; cannot fail (the
-    /// metadata write is best effort here and repeated before every checkpoint).
+    /// Maps `table` to column family `cf` and drops the family it replaces; cannot fail.
+    /// The metadata write is repeated before every checkpoint; when it fails here the old
+    /// family is kept until the next open (which drops every family the metadata does not
+    /// name), so that the metadata never names a dropped family.
     pub(crate) fn swap_table_cf(&self, table: &str, cf: &str) {
         let mut st = self.write();
         let old = st.cf_of.insert(table.to_owned(), cf.to_owned());
-        let _ = put_meta(
+        let mapped = put_meta(
             &st.db,
             &self.write_options,
             format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
             cf.as_bytes(),
-        );
-        if let Some(old) = old.filter(|o| o != cf) {
+        )
+        .is_ok();
+        if let Some(old) = old.filter(|o| o != cf && mapped) {
             let _ = st.db.drop_cf(&old);
             st.ttl_cells.remove(&old);
         }
@@ -353,15 +389,24 @@ impl RocksCheckpoint {
 /// The RocksDB backend's store: one RocksDB database for one operator subtask, opened in a
 /// root directory with a [`RocksSlot`]'s shared cache and write-buffer manager.
 ///
-/// Directory layout under the root: `live-<n>/` is the database (a native restore opens a
-/// new `live-<n+1>/` and removes the old one); `checkpoints/chk-<m>/` holds the checkpoints
-/// taken by [`NativeSnapshot::native_snapshot`].
+/// Directory layout under the root:
 ///
-/// Each table is one column family (see the crate docs); its name is opened once per store.
+/// | path | what |
+/// |---|---|
+/// | `LIVE` | the name of the live database directory (`live-<n>` and a newline), replaced atomically (written to `LIVE.tmp`, fsynced, renamed, directory fsynced) |
+/// | `live-<n>/` | the database `LIVE` names; a native restore opens a new `live-<n+1>/` and switches `LIVE` to it only once it is complete |
+/// | `checkpoints/chk-<m>/` | checkpoints taken by [`NativeSnapshot::native_snapshot`] |
+///
+/// Opening reads `LIVE` and removes every other `live-*` directory (the leftovers of an
+/// interrupted restore). A root without `LIVE` (a store written before the pointer existed)
+/// opens its highest-numbered `live-*` directory and gets a `LIVE` file.
+///
+/// Each table is one column family (see the crate docs); a name is opened once per store,
+/// whatever the table kind ([`TableRegistry`]).
 pub struct RocksStore {
-    config: StoreConfig,
-    shared: Arc<Shared>,
-    names: HashSet<String>,
+    pub(crate) config: StoreConfig,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) names: TableRegistry,
 }
 
 impl std::fmt::Debug for RocksStore {
@@ -373,6 +418,12 @@ impl std::fmt::Debug for RocksStore {
     }
 }
 
+/// The file naming the live database directory.
+pub const LIVE_POINTER_FILE: &str = "LIVE";
+
+/// The temporary file a new [`LIVE_POINTER_FILE`] is written to before the rename.
+const LIVE_POINTER_TMP: &str = "LIVE.tmp";
+
 fn live_dirs(root: &Path) -> Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
     if !root.exists() {
@@ -381,16 +432,76 @@ fn live_dirs(root: &Path) -> Result<Vec<(u64, PathBuf)>> {
     for entry in fs::read_dir(root).map_err(Error::io(root))? {
         let entry = entry.map_err(Error::io(root))?;
         let name = entry.file_name();
-        if let Some(n) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("live-"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
+        if let Some(n) = name.to_str().and_then(live_number) {
             out.push((n, entry.path()));
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// `n` of a directory name `live-<n>` (decimal, no sign, no leading `+`).
+fn live_number(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("live-")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The live directory name `LIVE` holds, `None` when there is no `LIVE` file.
+fn read_live_pointer(root: &Path) -> Result<Option<String>> {
+    let path = root.join(LIVE_POINTER_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&path)(e)),
+    };
+    let name = text.strip_suffix('\n').unwrap_or(&text);
+    if live_number(name).is_none() {
+        return Err(Error::CorruptMetadata {
+            key: path.display().to_string(),
+        });
+    }
+    Ok(Some(name.to_owned()))
+}
+
+/// Makes `LIVE` name `name`, atomically: write `LIVE.tmp`, fsync it, rename it over `LIVE`,
+/// fsync the root directory. On error `LIVE.tmp` is removed; `LIVE` names either the old
+/// or the new directory (the old one unless the rename happened).
+fn write_live_pointer(root: &Path, name: &str) -> Result<()> {
+    let tmp = root.join(LIVE_POINTER_TMP);
+    let path = root.join(LIVE_POINTER_FILE);
+    let written = fs::File::create(&tmp)
+        .and_then(|mut file| {
+            file.write_all(name.as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()
+        })
+        .map_err(Error::io(&tmp));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Err(e) = fs::rename(&tmp, &path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(&path)(e));
+    }
+    fs::File::open(root)
+        .and_then(|dir| dir.sync_all())
+        .map_err(Error::io(root))
+}
+
+/// Removes every `live-*` directory but `keep` (best effort: leftovers of an interrupted
+/// restore, never opened again).
+fn remove_stale_live_dirs(root: &Path, keep: &str) {
+    let Ok(dirs) = live_dirs(root) else { return };
+    for (_, dir) in dirs {
+        if dir.file_name().and_then(|n| n.to_str()) != Some(keep) {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+    let _ = fs::remove_file(root.join(LIVE_POINTER_TMP));
 }
 
 /// Reads every entry of every table, verifying block checksums and without filling the
@@ -451,10 +562,25 @@ impl RocksStore {
         mode: OpenMode,
     ) -> Result<Self> {
         fs::create_dir_all(root).map_err(Error::io(root))?;
-        let dir = live_dirs(root)?
-            .pop()
-            .map_or_else(|| root.join("live-0"), |(_, dir)| dir);
+        let pointer = read_live_pointer(root)?;
+        let name = match &pointer {
+            Some(name) => name.clone(),
+            None => live_dirs(root)?
+                .pop()
+                .map_or_else(|| "live-0".to_owned(), |(n, _)| format!("live-{n}")),
+        };
+        let dir = root.join(&name);
+        if pointer.is_some() && !dir.join("CURRENT").is_file() {
+            return Err(Error::InvalidCheckpoint {
+                path: dir,
+                reason: "the LIVE file names a directory without a database",
+            });
+        }
         let state = open_db(&dir, slot, config.clock(), &config, mode)?;
+        if pointer.is_none() {
+            write_live_pointer(root, &name)?;
+        }
+        remove_stale_live_dirs(root, &name);
         let mut write_options = WriteOptions::default();
         write_options.disable_wal(true);
         let checkpoints = Self::next_checkpoint_number(root)?;
@@ -465,6 +591,7 @@ impl RocksStore {
                 slot: slot.clone(),
                 clock: Arc::clone(config.clock()),
                 tables: Mutex::new(HashMap::new()),
+                timer_tables: Mutex::new(HashMap::new()),
                 open_bundles: AtomicUsize::new(0),
                 checkpoints: AtomicU64::new(checkpoints),
                 generation: AtomicU64::new(0),
@@ -476,7 +603,7 @@ impl RocksStore {
                 },
             }),
             config,
-            names: HashSet::new(),
+            names: TableRegistry::default(),
         })
     }
 
@@ -492,7 +619,7 @@ impl RocksStore {
         slot: &RocksSlot,
     ) -> Result<Self> {
         let root = root.as_ref();
-        if !live_dirs(root)?.is_empty() {
+        if !live_dirs(root)?.is_empty() || root.join(LIVE_POINTER_FILE).exists() {
             return Err(Error::InvalidOption {
                 option: "root",
                 reason: "already holds a store",
@@ -504,6 +631,7 @@ impl RocksStore {
         if opened.is_err() {
             // Nothing of a refused checkpoint stays behind to be opened later as a store.
             let _ = fs::remove_dir_all(&live);
+            let _ = fs::remove_file(root.join(LIVE_POINTER_FILE));
         }
         opened
     }
@@ -632,6 +760,12 @@ impl RocksStore {
         })
     }
 
+    /// Records table `name` (column description `columns`, `ttl`) in the store: checks an
+    /// existing table's stored columns **before** recording anything, or creates its column
+    /// family and metadata (the family is dropped again when the metadata write fails).
+    ///
+    /// # Errors
+    /// [`Error::TableSchemaMismatch`]; RocksDB failures. On error nothing is recorded.
     pub(crate) fn register_table(
         &self,
         name: &str,
@@ -639,45 +773,64 @@ impl RocksStore {
         ttl: Option<TtlConfig>,
     ) -> Result<()> {
         let ttl_millis = ttl.map(|t| t.ttl_millis());
-        self.shared
-            .tables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.to_owned(), ttl_millis);
         let columns_key = format!("{META_TABLE_COLUMNS_PREFIX}{name}");
-        let exists = self.shared.read().cf_of.contains_key(name);
-        if exists {
+        let existing = self.shared.read().cf_of.get(name).cloned();
+        if let Some(cf) = existing {
             let st = self.shared.read();
-            if let Some(found) = get_meta(&st.db, columns_key.as_bytes())?
-                && found != columns.as_bytes()
-            {
-                return Err(Error::TableSchemaMismatch {
-                    table: name.to_owned(),
-                    expected: columns.to_owned(),
-                    found: String::from_utf8_lossy(&found).into_owned(),
-                });
+            match get_meta(&st.db, columns_key.as_bytes())? {
+                Some(found) if found != columns.as_bytes() => {
+                    return Err(Error::TableSchemaMismatch {
+                        table: name.to_owned(),
+                        expected: columns.to_owned(),
+                        found: String::from_utf8_lossy(&found).into_owned(),
+                    });
+                }
+                Some(_) => {}
+                None => put_meta(
+                    &st.db,
+                    &self.shared.write_options,
+                    columns_key.as_bytes(),
+                    columns.as_bytes(),
+                )?,
             }
-            let cf = st.cf_of.get(name).cloned().unwrap_or_default();
             if let Some(cell) = st.ttl_cells.get(&cf) {
                 cell.set(ttl_millis);
             }
         } else {
-            let cf = self.shared.create_table_cf(name)?;
+            let cf = self.shared.create_cf(ttl_millis)?;
             let mut st = self.shared.write();
-            put_meta(
+            let written = put_meta(
                 &st.db,
                 &self.shared.write_options,
                 columns_key.as_bytes(),
                 columns.as_bytes(),
-            )?;
-            put_meta(
-                &st.db,
-                &self.shared.write_options,
-                format!("{META_TABLE_CF_PREFIX}{name}").as_bytes(),
-                cf.as_bytes(),
-            )?;
+            )
+            .and_then(|()| {
+                put_meta(
+                    &st.db,
+                    &self.shared.write_options,
+                    format!("{META_TABLE_CF_PREFIX}{name}").as_bytes(),
+                    cf.as_bytes(),
+                )
+            });
+            if let Err(e) = written {
+                drop(st);
+                self.shared.drop_cf(&cf);
+                return Err(e);
+            }
             st.cf_of.insert(name.to_owned(), cf);
         }
+        self.shared
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                name.to_owned(),
+                TableInfo {
+                    columns: columns.to_owned(),
+                    ttl_millis,
+                },
+            );
         Ok(())
     }
 }
@@ -695,15 +848,13 @@ impl KeyedStateStore for RocksStore {
         codec: C,
         ttl: Option<TtlConfig>,
     ) -> state_api::Result<RocksKeyedTable<C>> {
-        if self.names.contains(name) {
-            return Err(state_api::Error::TableExists {
-                name: name.to_owned(),
-            });
-        }
-        let columns = describe_fields(&codec.fields());
-        self.register_table(name, &columns, ttl)?;
+        self.names.check_free(name)?;
+        let fields = codec.fields();
+        // Every fallible step of the table itself before the store records it.
+        RowCodec::try_new(name, &fields)?;
+        self.register_table(name, &describe_fields(&fields), ttl)?;
         let table = RocksKeyedTable::new(name, codec, ttl, &self.config, Arc::clone(&self.shared))?;
-        self.names.insert(name.to_owned());
+        self.names.register(name)?;
         Ok(table)
     }
 }
@@ -723,9 +874,11 @@ impl NativeSnapshot for RocksStore {
         self.checkpoint_to(dir)
     }
 
-    /// Opens the checkpoint as a new live database (`live-<n+1>/`) and swaps it in; every
-    /// table of this store then reads the checkpoint's state (tables the checkpoint does not
-    /// hold become empty). All or nothing: on error the old database stays.
+    /// Opens the checkpoint as a new live database (`live-<n+1>/`), re-creates the tables the
+    /// checkpoint does not hold (empty), reloads every timer table's timers from it, points
+    /// `LIVE` at it and only then swaps it in; every table of this store then reads the
+    /// checkpoint's state. All or nothing: on any error the new directory is removed and the
+    /// old database stays (and stays the one `LIVE` names).
     fn restore_native(&mut self, snapshot: &RocksCheckpoint) -> state_api::Result<()> {
         if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
             return Err(state_api::Error::BundleState {
@@ -733,26 +886,71 @@ impl NativeSnapshot for RocksStore {
                 requires_open: false,
             });
         }
-        let next = live_dirs(&self.shared.root)?
-            .last()
-            .map_or(0, |(n, _)| n + 1);
-        let dir = self.shared.root.join(format!("live-{next}"));
-        let result = materialise_checkpoint(&snapshot.dir, &dir).and_then(|()| {
-            open_db(
-                &dir,
-                &self.shared.slot,
-                &self.shared.clock,
-                &self.config,
-                OpenMode::Checkpoint,
-            )
+        let root = self.shared.root.clone();
+        let next = live_dirs(&root)?.last().map_or(0, |(n, _)| n + 1);
+        let name = format!("live-{next}");
+        let dir = root.join(&name);
+        let old_name = self
+            .shared
+            .read()
+            .dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_owned);
+        let prepared = self.prepare_restore(snapshot, &dir).and_then(|prepared| {
+            write_live_pointer(&root, &name)
+                .map_err(state_api::Error::from)
+                .map(|()| prepared)
         });
-        let mut fresh = match result {
-            Ok(state) => state,
+        let (fresh, timers) = match prepared {
+            Ok(prepared) => prepared,
             Err(err) => {
+                // `LIVE` may have been renamed before a failed directory fsync: point it
+                // back before the new directory goes.
+                if read_live_pointer(&root).ok().flatten().as_deref() == Some(name.as_str())
+                    && let Some(old) = &old_name
+                {
+                    let _ = write_live_pointer(&root, old);
+                }
                 let _ = fs::remove_dir_all(&dir);
-                return Err(err.into());
+                return Err(err);
             }
         };
+        let old = std::mem::replace(&mut *self.shared.write(), fresh);
+        for (cell, state) in timers {
+            *cell.lock().unwrap_or_else(PoisonError::into_inner) = state;
+        }
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
+        let old_dir = old.dir.clone();
+        drop(old);
+        let _ = fs::remove_dir_all(old_dir);
+        Ok(())
+    }
+}
+
+/// A restored database and the timer sets loaded from it, ready to be swapped in.
+type PreparedRestore = (DbState, Vec<(Arc<Mutex<TimerState>>, TimerState)>);
+
+impl RocksStore {
+    /// Every fallible step of a native restore into `dir`; on error the caller removes `dir`
+    /// (the database opened here is closed when the error returns).
+    fn prepare_restore(
+        &self,
+        snapshot: &RocksCheckpoint,
+        dir: &Path,
+    ) -> state_api::Result<PreparedRestore> {
+        let invalid = |e: Error| state_api::Error::InvalidNativeSnapshot {
+            source: Box::new(e),
+        };
+        materialise_checkpoint(&snapshot.dir, dir).map_err(invalid)?;
+        let mut fresh = open_db(
+            dir,
+            &self.shared.slot,
+            &self.shared.clock,
+            &self.config,
+            OpenMode::Checkpoint,
+        )
+        .map_err(invalid)?;
         let tables = self
             .shared
             .tables
@@ -760,7 +958,7 @@ impl NativeSnapshot for RocksStore {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         // Tables opened after the checkpoint get an empty family; every table gets its TTL.
-        for (table, ttl) in &tables {
+        for (table, info) in &tables {
             let cf = if let Some(cf) = fresh.cf_of.get(table) {
                 cf.clone()
             } else {
@@ -770,20 +968,43 @@ impl NativeSnapshot for RocksStore {
                 fresh
                     .db
                     .create_cf(&name, &self.shared.cf_options(&cell))
-                    .map_err(crate::error::rocks_api("create column family"))?;
+                    .map_err(Error::rocks("create column family"))?;
                 fresh.ttl_cells.insert(name.clone(), cell);
+                put_meta(
+                    &fresh.db,
+                    &self.shared.write_options,
+                    format!("{META_TABLE_COLUMNS_PREFIX}{table}").as_bytes(),
+                    info.columns.as_bytes(),
+                )?;
+                put_meta(
+                    &fresh.db,
+                    &self.shared.write_options,
+                    format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
+                    name.as_bytes(),
+                )?;
                 fresh.cf_of.insert(table.clone(), name.clone());
                 name
             };
             if let Some(cell) = fresh.ttl_cells.get(&cf) {
-                cell.set(*ttl);
+                cell.set(info.ttl_millis);
             }
         }
-        let old = std::mem::replace(&mut *self.shared.write(), fresh);
-        self.shared.generation.fetch_add(1, Ordering::SeqCst);
-        let old_dir = old.dir.clone();
-        drop(old);
-        let _ = fs::remove_dir_all(old_dir);
-        Ok(())
+        let open_timers: Vec<(String, Arc<Mutex<TimerState>>)> = self
+            .shared
+            .timer_tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(|(name, weak)| weak.upgrade().map(|cell| (name.clone(), cell)))
+            .collect();
+        let mut timers = Vec::with_capacity(open_timers.len());
+        for (table, cell) in open_timers {
+            let loaded = {
+                let current = cell.lock().unwrap_or_else(PoisonError::into_inner);
+                TimerState::load_like(&current, &fresh, &table)?
+            };
+            timers.push((cell, loaded));
+        }
+        Ok((fresh, timers))
     }
 }

@@ -125,12 +125,11 @@ type Damage = fn(&Path);
 
 /// The backend error inside a trait method's error.
 fn backend(err: &ApiError) -> &typed_store::Error {
-    match err {
-        ApiError::Backend { source } => source
-            .downcast_ref::<typed_store::Error>()
-            .expect("a typed-store error"),
-        other => panic!("expected a backend error, got {other}"),
-    }
+    assert!(
+        matches!(err, ApiError::InvalidNativeSnapshot { .. }),
+        "a damaged checkpoint is an invalid native snapshot: {err}"
+    );
+    crate::util::backend_error(err).expect("a typed-store error")
 }
 
 /// A damaged native checkpoint — missing CURRENT, an empty directory, a flipped byte in an
