@@ -116,8 +116,8 @@ pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
 pub use map::{
-    MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, SweepProgress, UserKeyRange,
-    full_key_bounds, map_entry_key, prefix_successor,
+    MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, SweepProgress,
+    UserKeyRange, full_key_bounds, map_entry_key, prefix_successor,
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use registry::TableRegistry;
