@@ -25,8 +25,8 @@ use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::{ReadOptions, WriteBatch};
 use state_api::{
-    CanonicalTable, Clock, Error, MapHydration, MapStateStore, MapTable, MemoryReservation,
-    Result, ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlUpdateType,
+    CanonicalTable, Clock, Error, MapHydration, MapStateStore, MapTable, MemoryReservation, Result,
+    ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlUpdateType,
     TtlVisibility, UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch,
     encode_canonical_batch, full_key_bounds,
 };
@@ -140,6 +140,10 @@ impl ReadBatch {
 
     fn len(&self) -> usize {
         self.key_ends.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.key_ends.is_empty()
     }
 
     fn slices<'a>(buf: &'a [u8], ends: &'a [usize]) -> impl ExactSizeIterator<Item = &'a [u8]> {
@@ -303,7 +307,12 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// Writes the full key of (`key_group`, `prefix`, `user_key`) into `scratch` and the full
     /// prefix into `prefix_scratch`.
     fn set_keys(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) {
-        composite_key(&mut self.prefix_scratch, key_group, self.prefix_bytes, prefix);
+        composite_key(
+            &mut self.prefix_scratch,
+            key_group,
+            self.prefix_bytes,
+            prefix,
+        );
         self.scratch.clear();
         self.scratch.extend_from_slice(&self.prefix_scratch);
         self.scratch.extend_from_slice(user_key);
@@ -484,9 +493,11 @@ impl<C: ValueCodec> RocksMapTable<C> {
     }
 }
 
-/// The working-set side of a merged scan: entries of the range in scan order.
-type Overlay<'a, V> =
-    std::iter::Peekable<Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Entry<V>)> + 'a>>;
+/// Working-set entries of a scan's range, in scan order.
+type OverlayIter<'a, V> = Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Entry<V>)> + 'a>;
+
+/// The working-set side of a merged scan.
+type Overlay<'a, V> = std::iter::Peekable<OverlayIter<'a, V>>;
 
 /// Visits the overlay entries before `bound` (all when `None`) in scan order; `Break` when the
 /// visitor stopped.
@@ -759,7 +770,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         prefix: &[u8],
         range: UserKeyRange<'_>,
         direction: ScanDirection,
-        visit: &mut dyn FnMut(&[u8], &C::Value) -> ControlFlow<()>,
+        visit: &mut ScanVisitor<'_, C::Value>,
     ) -> Result<()> {
         self.check_bundle("scan", true)?;
         self.check_key_group(key_group)?;
@@ -774,7 +785,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let forward = direction == ScanDirection::Forward;
         let upper = hi.clone().map_or(Bound::Unbounded, Bound::Excluded);
         let in_range = self.entries.range((Bound::Included(lo.clone()), upper));
-        let boxed: Box<dyn Iterator<Item = (&Vec<u8>, &Entry<C::Value>)>> = if forward {
+        let boxed: OverlayIter<'_, C::Value> = if forward {
             Box::new(in_range)
         } else {
             Box::new(in_range.rev())
@@ -810,7 +821,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     break;
                 };
                 let shadowed = self.entries.contains_key(key);
-                let shown = split_value(value).is_none_or(|(ts, _)| Self::scan_visible(ttl, ts, now));
+                let shown =
+                    split_value(value).is_none_or(|(ts, _)| Self::scan_visible(ttl, ts, now));
                 if !shadowed && shown {
                     batch.push(key, value);
                 }
@@ -1000,7 +1012,7 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
             }
             iter.status().map_err(rocks_api("export scan"))?;
         }
-        if read.len() == 0 {
+        if read.is_empty() {
             return Ok(None);
         }
         let (timestamps, values) = self.decode(read.values())?;
@@ -1057,7 +1069,12 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
                         });
                         return;
                     }
-                    composite_key(&mut key, *key_group, self.prefix_bytes, decoded.keys.value(i));
+                    composite_key(
+                        &mut key,
+                        *key_group,
+                        self.prefix_bytes,
+                        decoded.keys.value(i),
+                    );
                     if let Err(e) = sink(&key, value) {
                         failure = Some(e);
                     }

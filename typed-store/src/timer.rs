@@ -77,11 +77,11 @@ fn key_length(key: &[u8]) -> Result<u32> {
 }
 
 /// Splits a stored timer entry back into (key group, timestamp, key, namespace).
-fn parse_timer(
-    key: &[u8],
+fn parse_timer<'k>(
+    key: &'k [u8],
     value: &[u8],
     prefix_bytes: usize,
-) -> Option<(KeyGroup, i64, &[u8], &[u8])> {
+) -> Option<(KeyGroup, i64, &'k [u8], &'k [u8])> {
     let (prefix, rest) = key.split_at_checked(prefix_bytes)?;
     let kg = match *prefix {
         [b] => i32::from(b),
@@ -115,7 +115,11 @@ pub(crate) struct TimerState {
 }
 
 impl TimerState {
-    fn empty(key_groups: KeyGroupRange, prefix_bytes: usize, reservation: MemoryReservation) -> Self {
+    fn empty(
+        key_groups: KeyGroupRange,
+        prefix_bytes: usize,
+        reservation: MemoryReservation,
+    ) -> Self {
         Self {
             key_groups,
             prefix_bytes,
@@ -145,11 +149,7 @@ impl TimerState {
 
     /// The head of set `index` changed from `old` (its first timestamp before).
     fn update_head(&mut self, index: usize, key_group: i32, old: Option<i64>) {
-        let new = self
-            .sets
-            .get(index)
-            .and_then(BTreeSet::first)
-            .map(|e| e.0);
+        let new = self.sets.get(index).and_then(BTreeSet::first).map(|e| e.0);
         if old != new {
             if let Some(old) = old {
                 self.heads.remove(&(old, key_group));
@@ -235,8 +235,7 @@ impl TimerState {
         let mut iter = st.db.raw_iterator_cf(&cf);
         iter.seek_to_first();
         while let Some((key, value)) = iter.item() {
-            let Some((kg, ts, timer_key, namespace)) = parse_timer(key, value, prefix_bytes)
-            else {
+            let Some((kg, ts, timer_key, namespace)) = parse_timer(key, value, prefix_bytes) else {
                 return Err(RocksError::CorruptValue {
                     table: table.to_owned(),
                     reason: "not a timer entry (key-group prefix, timestamp, key length)",
@@ -468,7 +467,10 @@ impl CanonicalTable for RocksTimerTable {
         for (key_group, batch) in &batches {
             staged.index(*key_group)?;
             for timer in decode_timer_batch(*key_group, batch)? {
-                staged.insert(timer.key_group, (timer.timestamp, timer.key, timer.namespace))?;
+                staged.insert(
+                    timer.key_group,
+                    (timer.timestamp, timer.key, timer.namespace),
+                )?;
             }
         }
         let cf_name = self.shared.create_table_cf(&self.name)?;
@@ -480,9 +482,9 @@ impl CanonicalTable for RocksTimerTable {
                     .ok()
                     .and_then(|i| KeyGroup::new(self.key_groups.start() + i).ok());
                 let Some(kg) = kg else { continue };
-                for (ts, timer_key, namespace) in set {
-                    timer_key(&mut key, kg, prefix_bytes, *ts, timer_key, namespace);
-                    sink(&key, &key_length(timer_key)?.to_be_bytes())?;
+                for (ts, user_key, namespace) in set {
+                    timer_key(&mut key, kg, prefix_bytes, *ts, user_key, namespace);
+                    sink(&key, &key_length(user_key)?.to_be_bytes())?;
                 }
             }
             Ok(())
@@ -496,21 +498,20 @@ impl CanonicalTable for RocksTimerTable {
     }
 
     fn commit_restore(&mut self) {
-        let (cf, staged) = match self.staged.take() {
-            Some(staged) => staged,
-            None => {
-                // Nothing staged: the table becomes empty.
-                let Ok(cf) = self.shared.create_table_cf(&self.name) else {
-                    return;
-                };
-                let pool = Arc::clone(self.lock().reservation.pool());
-                let empty = TimerState::empty(
-                    self.key_groups,
-                    self.prefix_bytes,
-                    MemoryReservation::new(pool),
-                );
-                (cf, empty)
-            }
+        let (cf, staged) = if let Some(staged) = self.staged.take() {
+            staged
+        } else {
+            // Nothing staged: the table becomes empty.
+            let Ok(cf) = self.shared.create_table_cf(&self.name) else {
+                return;
+            };
+            let pool = Arc::clone(self.lock().reservation.pool());
+            let empty = TimerState::empty(
+                self.key_groups,
+                self.prefix_bytes,
+                MemoryReservation::new(pool),
+            );
+            (cf, empty)
         };
         self.shared.swap_table_cf(&self.name, &cf);
         *self.lock() = staged;
@@ -590,7 +591,10 @@ mod tests {
         assert_eq!(parsed, (kg, 1000, &b"k"[..], &b"w"[..]));
         timer_key(&mut key, KeyGroup::new(0x1234).unwrap(), 2, -1, b"", b"");
         assert_eq!(key[..3], [0x12, 0x34, 0x7f]);
-        assert!(parse_timer(&key, &1_u32.to_be_bytes(), 2).is_none(), "length past the end");
+        assert!(
+            parse_timer(&key, &1_u32.to_be_bytes(), 2).is_none(),
+            "length past the end"
+        );
         assert!(parse_timer(&key, &[0, 0], 2).is_none(), "value not 4 bytes");
     }
 }

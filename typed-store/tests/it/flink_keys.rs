@@ -30,7 +30,7 @@ fn vectors_file() -> PathBuf {
 }
 
 fn hex(text: &str) -> Result<Vec<u8>, String> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!("odd hex length: {text}"));
     }
     (0..text.len())
@@ -77,17 +77,21 @@ fn part(line: &Value, prefix: &str) -> Result<Part, String> {
     })
 }
 
+/// Appends a serialized value to the buffer it is given.
+type Serialize<'s> = dyn FnMut(&mut Vec<u8>) -> keygroup::Result<()> + 's;
+
+/// Gets a part's serializing closure and whether its serializer is variable-length.
+type WithSerialized<'f, R> = dyn FnMut(&mut Serialize<'_>, bool) -> R + 'f;
+
+/// A line's builder inputs: key group, max parallelism, value-state key, map-state key.
+type Built = (KeyGroup, MaxParallelism, Vec<u8>, Option<Vec<u8>>);
+
+/// Per max parallelism: (key group, value-state key, map-state key, line id).
+type Rows = BTreeMap<i32, Vec<(KeyGroup, Vec<u8>, Option<Vec<u8>>, String)>>;
+
 /// Serializes `part` with the serializer named `name` and hands the builder-ready value on.
-fn with_part<R>(
-    name: &str,
-    part: &Part,
-    f: &mut dyn FnMut(&mut dyn FnMut(&mut Vec<u8>) -> keygroup::Result<()>, bool) -> R,
-) -> Result<R, String> {
-    fn go<T: ?Sized, S: StateSerializer<T>, R>(
-        s: &S,
-        v: &T,
-        f: &mut dyn FnMut(&mut dyn FnMut(&mut Vec<u8>) -> keygroup::Result<()>, bool) -> R,
-    ) -> R {
+fn with_part<R>(name: &str, part: &Part, f: &mut WithSerialized<'_, R>) -> Result<R, String> {
+    fn go<T: ?Sized, S: StateSerializer<T>, R>(s: &S, v: &T, f: &mut WithSerialized<'_, R>) -> R {
         f(&mut |out| s.serialize(v, out), s.fixed_length().is_none())
     }
     Ok(match (name, part) {
@@ -120,7 +124,7 @@ impl StateSerializer<[u8]> for Serialized {
 }
 
 /// (value-state key, map-state key) as `CompositeKeyBuilder` builds them for `line`.
-fn build(line: &Value) -> Result<(KeyGroup, MaxParallelism, Vec<u8>, Option<Vec<u8>>), String> {
+fn build(line: &Value) -> Result<Built, String> {
     let mp = MaxParallelism::new(
         i32::try_from(field(line, "max_parallelism")?.as_i64().ok_or("mp")?)
             .map_err(|e| e.to_string())?,
@@ -133,12 +137,15 @@ fn build(line: &Value) -> Result<(KeyGroup, MaxParallelism, Vec<u8>, Option<Vec<
         )
         .map_err(|e| e.to_string())?;
     let key = part(line, "key")?;
-    let (key_bytes, key_variable) =
-        with_part(text(line, "key_serializer")?, &key, &mut |serialize, variable| {
+    let (key_bytes, key_variable) = with_part(
+        text(line, "key_serializer")?,
+        &key,
+        &mut |serialize, variable| {
             let mut out = Vec::new();
             serialize(&mut out).map(|()| (out, variable))
-        })?
-        .map_err(|e| e.to_string())?;
+        },
+    )?
+    .map_err(|e| e.to_string())?;
     let mut builder = CompositeKeyBuilder::new(
         Serialized {
             variable: key_variable,
@@ -195,9 +202,7 @@ fn build(line: &Value) -> Result<(KeyGroup, MaxParallelism, Vec<u8>, Option<Vec<
 fn flink_vectors_rocksdb_keys_are_the_stored_keys() {
     let path = vectors_file();
     let content = std::fs::read_to_string(&path).expect("rocksdb_keys.jsonl");
-    // Per max parallelism: (key group, value-state key, map-state key, line id).
-    let mut by_mp: BTreeMap<i32, Vec<(KeyGroup, Vec<u8>, Option<Vec<u8>>, String)>> =
-        BTreeMap::new();
+    let mut by_mp: Rows = BTreeMap::new();
     let mut failures = Vec::new();
     for raw in content.lines() {
         let line: Value = serde_json::from_str(raw).expect("json line");
@@ -267,7 +272,12 @@ fn flink_vectors_rocksdb_keys_are_the_stored_keys() {
         };
         let want_value: BTreeSet<Vec<u8>> = rows.iter().map(|r| r.1.clone()).collect();
         let want_map: BTreeSet<Vec<u8>> = rows.iter().filter_map(|r| r.2.clone()).collect();
-        assert_eq!(stored("value"), want_value, "value-state keys, mp {}", mp.get());
+        assert_eq!(
+            stored("value"),
+            want_value,
+            "value-state keys, mp {}",
+            mp.get()
+        );
         assert_eq!(stored("map"), want_map, "map-state keys, mp {}", mp.get());
         lines += rows.len();
     }

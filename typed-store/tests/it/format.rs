@@ -6,9 +6,7 @@ use std::path::Path;
 use keygroup::{KeyGroup, MaxParallelism};
 use rocksdb::{DB, Options};
 use state_api::{I64Codec, I64F64StrCodec, KeyedStateStore, KeyedTable, ManualClock, TtlConfig};
-use typed_store::{
-    Error, FORMAT_VERSION, META_FORMAT_KEY, META_TABLE_CF_PREFIX, RocksSlot, RocksStore,
-};
+use typed_store::{Error, FORMAT_VERSION, META_FORMAT_KEY, RocksSlot, RocksStore};
 
 use crate::util::{backend_error, full_config, mp128, raw_entries, read_all, table_cf, write_all};
 

@@ -9,9 +9,8 @@ use std::time::Duration;
 use keygroup::KeyGroup;
 use sfcs_format::MemoryContainer;
 use state_api::{
-    CanonicalTable, I64Codec, KeyedStateStore, ManualClock, MapHydration, MapStateStore,
-    MapTable, ScanDirection, TtlConfig, UserKeyRange, restore_canonical_snapshot,
-    write_canonical_snapshot,
+    CanonicalTable, I64Codec, KeyedStateStore, ManualClock, MapHydration, MapStateStore, MapTable,
+    ScanDirection, TtlConfig, UserKeyRange, restore_canonical_snapshot, write_canonical_snapshot,
 };
 use typed_store::{RocksMapTable, RocksSlot, RocksStore};
 
@@ -69,7 +68,9 @@ fn map_entries_are_flink_map_state_keys_with_keyed_table_values() {
     );
     let mut store =
         RocksStore::open(dir.path(), full_config(mp128(), &clock), &slot).expect("reopen");
-    let err = store.open_table("m", I64Codec, None).expect_err("a map table");
+    let err = store
+        .open_table("m", I64Codec, None)
+        .expect_err("a map table");
     assert!(
         matches!(
             crate::util::backend_error(&err),
@@ -80,6 +81,10 @@ fn map_entries_are_flink_map_state_keys_with_keyed_table_values() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario: hydrate, merge, bounds, commit"
+)]
 fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
     let dir = tempfile::tempdir().expect("tmp");
     let slot = RocksSlot::try_new(16 << 20).expect("slot");
@@ -92,7 +97,7 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
     m.begin_bundle(MapHydration::none()).expect("begin");
     for (p, prefix) in prefixes.iter().enumerate() {
         for i in 0..100 {
-            let v = (p * 1000 + i) as i64;
+            let v = i64::try_from(p * 1000 + i).expect("small");
             m.put(kg(3), prefix, &user_key(i), v).expect("put");
             model.insert((prefix.to_vec(), user_key(i)), v);
         }
@@ -106,7 +111,13 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
         .expect("begin");
     assert_eq!(m.stats().hydration_batches, before.hydration_batches + 1);
     assert_eq!(m.stats().hydrated_keys, before.hydrated_keys + 100);
-    let all_a = scan_all(&mut m, kg(3), b"a\0", UserKeyRange::all(), ScanDirection::Forward);
+    let all_a = scan_all(
+        &mut m,
+        kg(3),
+        b"a\0",
+        UserKeyRange::all(),
+        ScanDirection::Forward,
+    );
     assert_eq!(all_a.len(), 100);
     assert_eq!(m.get(kg(3), b"a\0", b"missing").expect("get"), None);
     assert_eq!(m.stats().point_hydrations, before.point_hydrations);
@@ -127,7 +138,8 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
         )
         .expect("remove range");
     assert_eq!(removed, 10);
-    m.put(kg(3), b"b\0", &user_key(45), -3).expect("put into removed range");
+    m.put(kg(3), b"b\0", &user_key(45), -3)
+        .expect("put into removed range");
     model.insert((b"b\0".to_vec(), b"u00010x".to_vec()), -1);
     model.insert((b"b\0".to_vec(), user_key(20)), -2);
     model.remove(&(b"b\0".to_vec(), user_key(30)));
@@ -140,8 +152,11 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
             .iter()
             .filter(|((p, k), _)| {
                 p == b"b\0"
-                    && UserKeyRange::new(lo.as_ref().map(Vec::as_slice), hi.as_ref().map(Vec::as_slice))
-                        .contains(k)
+                    && UserKeyRange::new(
+                        lo.as_ref().map(Vec::as_slice),
+                        hi.as_ref().map(Vec::as_slice),
+                    )
+                    .contains(k)
             })
             .map(|((_, k), v)| (k.clone(), *v))
             .collect()
@@ -154,7 +169,10 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
         (Bound::Excluded(user_key(60)), Bound::Excluded(user_key(50))),
     ];
     for (lo, hi) in ranges {
-        let range = UserKeyRange::new(lo.as_ref().map(Vec::as_slice), hi.as_ref().map(Vec::as_slice));
+        let range = UserKeyRange::new(
+            lo.as_ref().map(Vec::as_slice),
+            hi.as_ref().map(Vec::as_slice),
+        );
         let want = expected(lo.clone(), hi.clone());
         assert_eq!(
             scan_all(&mut m, kg(3), b"b\0", range, ScanDirection::Forward),
@@ -171,14 +189,20 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
     }
     // Early exit, `first` after a removal, `last`.
     let mut visited = 0;
-    m.scan(kg(3), b"b\0", UserKeyRange::all(), ScanDirection::Forward, &mut |_, _| {
-        visited += 1;
-        if visited == 3 {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    })
+    m.scan(
+        kg(3),
+        b"b\0",
+        UserKeyRange::all(),
+        ScanDirection::Forward,
+        &mut |_, _| {
+            visited += 1;
+            if visited == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        },
+    )
     .expect("scan");
     assert_eq!(visited, 3);
     m.remove(kg(3), b"b\0", &user_key(0)).expect("remove first");
@@ -202,7 +226,13 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
             .map(|((_, k), v)| (k.clone(), *v))
             .collect();
         assert_eq!(
-            scan_all(&mut m, kg(3), prefix, UserKeyRange::all(), ScanDirection::Forward),
+            scan_all(
+                &mut m,
+                kg(3),
+                prefix,
+                UserKeyRange::all(),
+                ScanDirection::Forward
+            ),
             want
         );
     }
@@ -232,7 +262,11 @@ fn ttl_compaction_filter_applies_to_map_tables() {
     assert!(count(&store) >= 100);
     clock.advance(10_000);
     store.compact_table("m").expect("compact");
-    assert_eq!(count(&store), 0, "the compaction filter dropped every expired entry");
+    assert_eq!(
+        count(&store),
+        0,
+        "the compaction filter dropped every expired entry"
+    );
 }
 
 /// Canonical snapshot and restore of a map table: 20 000 entries (the SST loader) and 50
@@ -250,22 +284,38 @@ fn canonical_restore_of_map_tables_round_trips_through_both_loaders() {
         m.begin_bundle(MapHydration::none()).expect("begin");
         for i in 0..entries {
             let group = kg(i32::try_from(i % 128).expect("small"));
-            m.put(group, format!("p{}", i % 7).as_bytes(), &user_key(i), i as i64)
-                .expect("put");
+            m.put(
+                group,
+                format!("p{}", i % 7).as_bytes(),
+                &user_key(i),
+                i64::try_from(i).expect("small"),
+            )
+            .expect("put");
         }
         m.commit_bundle().expect("commit");
         let mut container = MemoryContainer::new();
         let tables: [&dyn CanonicalTable; 1] = [&m];
-        write_canonical_snapshot("op", None, &tables, &mut container, source.config().memory_pool())
-            .expect("snapshot");
+        write_canonical_snapshot(
+            "op",
+            None,
+            &tables,
+            &mut container,
+            source.config().memory_pool(),
+        )
+        .expect("snapshot");
 
         let mut target =
             RocksStore::open(dir.path().join("b"), full_config(mp, &clock), &slot).expect("open");
         let mut r = target.open_map_table("m", I64Codec, None).expect("map");
         let summary = {
             let mut tables: [&mut dyn CanonicalTable; 1] = [&mut r];
-            restore_canonical_snapshot("op", &[&container], &mut tables, target.config().memory_pool())
-                .expect("restore")
+            restore_canonical_snapshot(
+                "op",
+                &[&container],
+                &mut tables,
+                target.config().memory_pool(),
+            )
+            .expect("restore")
         };
         assert_eq!(summary.rows, entries);
         for group in mp.key_groups() {

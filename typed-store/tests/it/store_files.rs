@@ -5,8 +5,7 @@
 use std::time::Duration;
 
 use state_api::{
-    Error as ApiError, F64Codec, I64Codec, KeyedStateStore, ManualClock, NativeSnapshot,
-    TtlConfig,
+    Error as ApiError, F64Codec, I64Codec, KeyedStateStore, ManualClock, NativeSnapshot, TtlConfig,
 };
 use typed_store::{Error, LIVE_POINTER_FILE, RocksSlot, RocksStore};
 
@@ -36,9 +35,21 @@ fn open_follows_the_live_pointer_not_the_highest_directory() {
     let checkpoint = {
         let mut store = RocksStore::open(&root, full_config(mp, &clock), &slot).expect("open");
         let mut t = store.open_table("t", I64Codec, None).expect("table");
-        write_all(&mut t, &keys.iter().map(|k| (k.clone(), Some(1))).collect::<Vec<_>>());
+        write_all(
+            &mut t,
+            &keys
+                .iter()
+                .map(|k| (k.clone(), Some(1)))
+                .collect::<Vec<_>>(),
+        );
         let checkpoint = store.native_snapshot().expect("checkpoint");
-        write_all(&mut t, &keys.iter().map(|k| (k.clone(), Some(2))).collect::<Vec<_>>());
+        write_all(
+            &mut t,
+            &keys
+                .iter()
+                .map(|k| (k.clone(), Some(2)))
+                .collect::<Vec<_>>(),
+        );
         checkpoint
     };
     let pointer = std::fs::read_to_string(root.join(LIVE_POINTER_FILE)).expect("LIVE file");
@@ -65,7 +76,11 @@ fn open_follows_the_live_pointer_not_the_highest_directory() {
     store.restore_native(&checkpoint).expect("restore");
     assert_eq!(read_all(&mut t, &keys), vec![Some(1); keys.len()]);
     let pointer = std::fs::read_to_string(root.join(LIVE_POINTER_FILE)).expect("LIVE file");
-    assert_eq!(live_dirs(&root), [pointer.trim_end()], "only the live database");
+    assert_eq!(
+        live_dirs(&root),
+        [pointer.trim_end()],
+        "only the live database"
+    );
     drop(t);
     drop(store);
     let mut store = RocksStore::open(&root, full_config(mp, &clock), &slot).expect("reopen");
@@ -86,13 +101,27 @@ fn failed_native_restore_leaves_nothing_behind() {
     let keys: Vec<_> = (0..50).map(|i| key(i, mp)).collect();
     let mut store = RocksStore::open(&root, full_config(mp, &clock), &slot).expect("open");
     let mut t = store.open_table("t", I64Codec, None).expect("table");
-    write_all(&mut t, &keys.iter().map(|k| (k.clone(), Some(1))).collect::<Vec<_>>());
+    write_all(
+        &mut t,
+        &keys
+            .iter()
+            .map(|k| (k.clone(), Some(1)))
+            .collect::<Vec<_>>(),
+    );
     let checkpoint = store.native_snapshot().expect("checkpoint");
-    write_all(&mut t, &keys.iter().map(|k| (k.clone(), Some(2))).collect::<Vec<_>>());
+    write_all(
+        &mut t,
+        &keys
+            .iter()
+            .map(|k| (k.clone(), Some(2)))
+            .collect::<Vec<_>>(),
+    );
 
     // A directory where the pointer's temporary file goes: creating the file fails.
     std::fs::create_dir(root.join("LIVE.tmp")).expect("mkdir");
-    let err = store.restore_native(&checkpoint).expect_err("pointer write fails");
+    let err = store
+        .restore_native(&checkpoint)
+        .expect_err("pointer write fails");
     assert!(
         matches!(backend_error(&err), Some(Error::Io { .. })),
         "{err}"
@@ -123,7 +152,13 @@ fn refused_open_records_nothing() {
     {
         let mut store = RocksStore::open(&root, full_config(mp, &clock), &slot).expect("open");
         let mut t = store.open_table("t", I64Codec, None).expect("table");
-        write_all(&mut t, &keys.iter().map(|k| (k.clone(), Some(5))).collect::<Vec<_>>());
+        write_all(
+            &mut t,
+            &keys
+                .iter()
+                .map(|k| (k.clone(), Some(5)))
+                .collect::<Vec<_>>(),
+        );
     }
     let mut store = RocksStore::open(&root, full_config(mp, &clock), &slot).expect("reopen");
     let ttl = TtlConfig::new(Duration::from_millis(10));
@@ -138,7 +173,9 @@ fn refused_open_records_nothing() {
     store.restore_native(&checkpoint).expect("restore");
     clock.advance(1_000);
     store.compact_table("t").expect("compact");
-    let mut t = store.open_table("t", I64Codec, None).expect("the name is still free");
+    let mut t = store
+        .open_table("t", I64Codec, None)
+        .expect("the name is still free");
     assert_eq!(
         read_all(&mut t, &keys),
         vec![Some(5); keys.len()],

@@ -5,8 +5,8 @@
 use keygroup::{KeyGroup, Parallelism};
 use sfcs_format::MemoryContainer;
 use state_api::{
-    CanonicalTable, KeyedStateStore, ManualClock, NativeSnapshot, StoreConfig, TimeDomain,
-    Timer, TimerStateStore, TimerTable, restore_canonical_snapshot, write_canonical_snapshot,
+    CanonicalTable, KeyedStateStore, ManualClock, NativeSnapshot, StoreConfig, TimeDomain, Timer,
+    TimerStateStore, TimerTable, restore_canonical_snapshot, write_canonical_snapshot,
 };
 use typed_store::{RocksSlot, RocksStore, RocksTimerTable};
 
@@ -125,8 +125,8 @@ fn canonical_timer_sections_rescale() {
     let mut all: Vec<(i64, i32, Vec<u8>, Vec<u8>)> = Vec::new();
     let mut containers = Vec::new();
     for index in 0..2 {
-        let config = StoreConfig::for_subtask(mp, Parallelism::new(2).expect("p"), index)
-            .expect("config");
+        let config =
+            StoreConfig::for_subtask(mp, Parallelism::new(2).expect("p"), index).expect("config");
         let range = config.key_groups();
         let mut store =
             RocksStore::open(dir.path().join(format!("src-{index}")), config, &slot).expect("open");
@@ -144,13 +144,21 @@ fn canonical_timer_sections_rescale() {
         t.commit().expect("commit");
         let mut container = MemoryContainer::new();
         let tables: [&dyn CanonicalTable; 1] = [&t];
-        write_canonical_snapshot("op", None, &tables, &mut container, store.config().memory_pool())
-            .expect("snapshot");
+        write_canonical_snapshot(
+            "op",
+            None,
+            &tables,
+            &mut container,
+            store.config().memory_pool(),
+        )
+        .expect("snapshot");
         containers.push(container);
     }
     all.sort();
-    let sources: Vec<&dyn sfcs_format::Container> =
-        containers.iter().map(|c| c as &dyn sfcs_format::Container).collect();
+    let sources: Vec<&dyn sfcs_format::Container> = containers
+        .iter()
+        .map(|c| c as &dyn sfcs_format::Container)
+        .collect();
 
     let mut merged_store = RocksStore::open(
         dir.path().join("merged"),
@@ -163,14 +171,19 @@ fn canonical_timer_sections_rescale() {
         .expect("timers");
     {
         let mut tables: [&mut dyn CanonicalTable; 1] = [&mut merged];
-        restore_canonical_snapshot("op", &sources, &mut tables, merged_store.config().memory_pool())
-            .expect("restore");
+        restore_canonical_snapshot(
+            "op",
+            &sources,
+            &mut tables,
+            merged_store.config().memory_pool(),
+        )
+        .expect("restore");
     }
     assert_eq!(merged.len(), all.len());
     let mut split = Vec::new();
     for index in 0..3 {
-        let config = StoreConfig::for_subtask(mp, Parallelism::new(3).expect("p"), index)
-            .expect("config");
+        let config =
+            StoreConfig::for_subtask(mp, Parallelism::new(3).expect("p"), index).expect("config");
         let range = config.key_groups();
         let mut store =
             RocksStore::open(dir.path().join(format!("dst-{index}")), config, &slot).expect("open");

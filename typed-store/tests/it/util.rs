@@ -91,4 +91,3 @@ pub(crate) fn table_cf(entries: &[(String, Vec<u8>, Vec<u8>)], table: &str) -> S
         .expect("table mapping");
     String::from_utf8(cf.clone()).expect("utf8")
 }
-
