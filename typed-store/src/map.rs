@@ -1,18 +1,5 @@
 //! The RocksDB map table: Flink's `MapState` layout in its own column family, a per-bundle
 //! working set, and ordered scans merging committed state with the bundle's writes.
-//!
-//! # Stored layout
-//!
-//! One column family per map table. Key: `key-group prefix ‖ prefix ‖ user key` (the prefix
-//! is the operator's key ‖ namespace as `keygroup::CompositeKeyBuilder` builds it without
-//! its key-group prefix, the user key the map key's bytes), so that an entry's key is the
-//! RocksDB key Flink's `RocksDBMapState` writes when the caller passes Flink's serialized
-//! user key. Value: exactly a keyed table's value (8-byte big-endian TTL timestamp +
-//! arrow-row bytes, see the crate docs), encoded and checked by the same code.
-//!
-//! Worked example: max parallelism 128, key group 5, prefix `k\0` (key `k`, void
-//! namespace), user key `u`, timestamp 0, an `I64Codec` value 7: key `05 6b 00 75`, value
-//! `00 00 00 00 00 00 00 00 01 80 00 00 00 00 00 00 07`.
 
 use std::collections::{BTreeMap, HashSet};
 use std::mem::size_of;
@@ -166,8 +153,22 @@ impl ReadBatch {
     }
 }
 
-/// A map table stored in its own RocksDB column family (see the [module docs](self) for the
-/// layout).
+/// A map table stored in its own RocksDB column family.
+///
+/// # Stored layout
+///
+/// One column family per map table. Key: `key-group prefix ‖ prefix ‖ user key` (the prefix
+/// is the operator's key ‖ namespace as `keygroup::CompositeKeyBuilder` builds it without
+/// its key-group prefix, the user key the map key's bytes), so that an entry's key is the
+/// RocksDB key Flink's `RocksDBMapState` writes when the caller passes Flink's serialized
+/// user key. Value: exactly a keyed table's value (8-byte big-endian TTL timestamp +
+/// arrow-row bytes, see the crate docs), encoded and checked by the same code.
+///
+/// Worked example: max parallelism 128, key group 5, prefix `k\0` (key `k`, void
+/// namespace), user key `u`, timestamp 0, an `I64Codec` value 7: key `05 6b 00 75`, value
+/// `00 00 00 00 00 00 00 00 01 80 00 00 00 00 00 00 07`.
+///
+/// # Behaviour
 ///
 /// - [`begin_bundle`](MapTable::begin_bundle) reads each named prefix with **one** iterator
 ///   seek (`iterate_upper_bound` at the prefix's successor) and the named single entries with

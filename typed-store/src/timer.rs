@@ -1,29 +1,5 @@
 //! The RocksDB timer table: Flink's timer key layout in its own column family, an in-memory
 //! ordered set per key group and a heads index across key groups.
-//!
-//! # Stored layout
-//!
-//! One column family per timer table. Key (Flink's `RocksDBKeyedStateBackend` priority-queue
-//! layout: key-group prefix, then `TimerSerializer`'s sign-flipped timestamp, key and
-//! namespace):
-//!
-//! ```text
-//! +------------------+-----------------------------+-----------+-----------------+
-//! | key-group prefix | timestamp ^ i64::MIN        | key bytes | namespace bytes |
-//! | 1 B (mp <= 128)  | i64 big-endian, 8 bytes     |           |                 |
-//! | else 2 B, BE     | (byte order = time order)   |           |                 |
-//! +------------------+-----------------------------+-----------+-----------------+
-//! ```
-//!
-//! Value: the key's length, u32 big-endian (4 bytes), so that the key / namespace split is
-//! recoverable whatever the bytes are (Flink stores an empty value; its serializers are
-//! self-delimiting). Worked example: max parallelism 128, key group 5, timestamp 1000, key
-//! `k`, namespace `w`: key `05 80 00 00 00 00 00 03 e8 6b 77`, value `00 00 00 01`.
-//!
-//! Two timers whose key ‖ namespace bytes are equal but split differently (key `a`,
-//! namespace `bc` and key `ab`, namespace `c`) at the same time and key group share one
-//! RocksDB key; callers must use self-delimiting keys (as Flink's serializers are), exactly
-//! as a map table's prefixes must be prefix-free.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::mem::size_of;
@@ -264,8 +240,33 @@ impl TimerState {
     }
 }
 
-/// A timer table stored in its own RocksDB column family (see the [module docs](self) for
-/// the layout).
+/// A timer table stored in its own RocksDB column family.
+///
+/// # Stored layout
+///
+/// One column family per timer table. Key (Flink's `RocksDBKeyedStateBackend` priority-queue
+/// layout: key-group prefix, then `TimerSerializer`'s sign-flipped timestamp, key and
+/// namespace):
+///
+/// ```text
+/// +------------------+-----------------------------+-----------+-----------------+
+/// | key-group prefix | timestamp ^ i64::MIN        | key bytes | namespace bytes |
+/// | 1 B (mp <= 128)  | i64 big-endian, 8 bytes     |           |                 |
+/// | else 2 B, BE     | (byte order = time order)   |           |                 |
+/// +------------------+-----------------------------+-----------+-----------------+
+/// ```
+///
+/// Value: the key's length, u32 big-endian (4 bytes), so that the key / namespace split is
+/// recoverable whatever the bytes are (Flink stores an empty value; its serializers are
+/// self-delimiting). Worked example: max parallelism 128, key group 5, timestamp 1000, key
+/// `k`, namespace `w`: key `05 80 00 00 00 00 00 03 e8 6b 77`, value `00 00 00 01`.
+///
+/// Two timers whose key ‖ namespace bytes are equal but split differently (key `a`,
+/// namespace `bc` and key `ab`, namespace `c`) at the same time and key group share one
+/// RocksDB key; callers must use self-delimiting keys (as Flink's serializers are), exactly
+/// as a map table's prefixes must be prefix-free.
+///
+/// # Behaviour
 ///
 /// All timers are held in memory: one ordered set per key group plus a heads index (the
 /// first timestamp of every non-empty key group), so [`next_timestamp`](TimerTable::next_timestamp)
