@@ -107,9 +107,12 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod checkpoint;
 mod error;
 mod format;
+mod live;
 mod map;
+mod metadata;
 mod restore;
 mod slot;
 mod store;
@@ -117,17 +120,19 @@ mod table;
 mod timer;
 mod ttl_filter;
 
+pub use checkpoint::RocksCheckpoint;
 pub use error::{Error, Result, RocksErrorKind};
 pub use format::{
     FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_CF_PREFIX,
     META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX, TIMESTAMP_BYTES, describe_fields,
 };
+pub use live::LIVE_POINTER_FILE;
 pub use map::RocksMapTable;
 pub use slot::{
     DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, RocksSlot, SlotMemory,
     calculate_actual_cache_capacity, calculate_default_arena_block_size, calculate_mutable_limit,
     calculate_write_buffer_manager_capacity, validate_arena_block_size,
 };
-pub use store::{LIVE_POINTER_FILE, RocksCheckpoint, RocksStore};
+pub use store::RocksStore;
 pub use table::RocksKeyedTable;
 pub use timer::RocksTimerTable;

@@ -660,10 +660,9 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         if !entry.live {
             return Ok(None);
         }
-        if ttl.is_some_and(|t| t.is_expired(entry.last_access, now)) {
-            // An expired entry is not visible: the update clears it, as a read would.
-            entry.live = false;
-            entry.dirty = true;
+        // Visible as a scan sees it (memory-store's rule): an expired entry only under
+        // `ReturnExpiredIfNotCleanedUp`, and the update then refreshes it.
+        if !Self::scan_visible(*ttl, entry.last_access, now) {
             return Ok(None);
         }
         let Some(value) = entry.value.as_mut() else {
@@ -908,12 +907,11 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
 
     /// Scans at most `4 * max_entries` (at least 64) entries from a cursor, wrapping at the end
     /// of the table, and deletes the expired ones among them (at most `max_entries`) in one
-    /// write batch. A table without TTL reports a completed pass at once.
+    /// write batch. A table without TTL has nothing to sweep (all counters zero).
     fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
         self.check_bundle("sweep_expired", false)?;
         let mut progress = SweepProgress::default();
         let Some(ttl) = self.ttl else {
-            progress.wrapped = true;
             return Ok(progress);
         };
         if max_entries == 0 {

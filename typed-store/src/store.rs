@@ -1,27 +1,29 @@
-//! The RocksDB store: one database per operator subtask, one column family per table, the
-//! metadata in the default column family, native checkpoints.
+//! The RocksDB store: one database per operator subtask, one column family per table, and
+//! the open-once table registry. Metadata, the live-directory pointer and native checkpoints
+//! live in `metadata.rs`, `live.rs` and `checkpoint.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
-use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     BoundColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DBWithThreadMode,
-    DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, ReadOptions, WriteOptions,
+    DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, WriteOptions,
 };
-use state_api::{
-    Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TableRegistry, TtlConfig, ValueCodec,
-};
+use state_api::{Clock, KeyedStateStore, StoreConfig, TableRegistry, TtlConfig, ValueCodec};
 
+use crate::checkpoint::{RocksCheckpoint, materialise_checkpoint, verify_tables};
 use crate::error::{Error, Result};
 use crate::format::{
-    FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_CF_PREFIX,
-    META_TABLE_COLUMNS_PREFIX, RowCodec, TABLE_CF_PREFIX, describe_fields,
+    META_FORMAT_KEY, META_TABLE_CF_PREFIX, META_TABLE_COLUMNS_PREFIX, RowCodec, TABLE_CF_PREFIX,
+    describe_fields,
 };
+use crate::live::{
+    LIVE_POINTER_FILE, live_dirs, read_live_pointer, remove_stale_live_dirs, write_live_pointer,
+};
+use crate::metadata::{check_metadata, get_meta, put_meta};
 use crate::slot::RocksSlot;
 use crate::table::RocksKeyedTable;
 use crate::timer::TimerState;
@@ -39,12 +41,12 @@ pub(crate) type Db = DBWithThreadMode<MultiThreaded>;
 /// The open database and its table-to-column-family map.
 pub(crate) struct DbState {
     pub(crate) db: Db,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Table name -> column family name.
-    cf_of: HashMap<String, String>,
+    pub(crate) cf_of: HashMap<String, String>,
     /// Column family name -> its TTL cell (read by its compaction filters).
-    ttl_cells: HashMap<String, Arc<TtlCell>>,
-    next_cf: u64,
+    pub(crate) ttl_cells: HashMap<String, Arc<TtlCell>>,
+    pub(crate) next_cf: u64,
 }
 
 impl DbState {
@@ -89,26 +91,26 @@ impl DbState {
 
 /// What the store remembers of an open table: its column description (metadata) and TTL.
 #[derive(Debug, Clone)]
-struct TableInfo {
-    columns: String,
-    ttl_millis: Option<i64>,
+pub(crate) struct TableInfo {
+    pub(crate) columns: String,
+    pub(crate) ttl_millis: Option<i64>,
 }
 
 /// What every table and the store share.
 pub(crate) struct Shared {
     state: RwLock<DbState>,
-    root: PathBuf,
-    slot: RocksSlot,
-    clock: Arc<dyn Clock>,
+    pub(crate) root: PathBuf,
+    pub(crate) slot: RocksSlot,
+    pub(crate) clock: Arc<dyn Clock>,
     /// Tables opened in this store (re-created and re-configured after a native restore).
-    tables: Mutex<HashMap<String, TableInfo>>,
+    pub(crate) tables: Mutex<HashMap<String, TableInfo>>,
     /// The in-memory timer sets of the open timer tables, reloaded by a native restore.
     pub(crate) timer_tables: Mutex<HashMap<String, Weak<Mutex<TimerState>>>>,
     /// Bundles currently open over all tables.
     pub(crate) open_bundles: AtomicUsize,
-    checkpoints: AtomicU64,
+    pub(crate) checkpoints: AtomicU64,
     /// Bumped when the database is replaced (native restore): tables drop their caches.
-    generation: AtomicU64,
+    pub(crate) generation: AtomicU64,
     pub(crate) write_options: WriteOptions,
     /// Options of the SST files a large canonical restore writes (the tables' compression).
     pub(crate) sst_options: Options,
@@ -129,13 +131,13 @@ impl Shared {
         self.root.join(format!("staging-{cf}.sst"))
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, DbState> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, DbState> {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Column-family options: the slot's sizing and cache, LZ4, and a TTL compaction filter
     /// factory reading `cell`.
-    fn cf_options(&self, cell: &Arc<TtlCell>) -> Options {
+    pub(crate) fn cf_options(&self, cell: &Arc<TtlCell>) -> Options {
         cf_options(&self.slot, Arc::clone(cell), Arc::clone(&self.clock))
     }
 
@@ -202,62 +204,9 @@ fn cf_options(slot: &RocksSlot, cell: Arc<TtlCell>, clock: Arc<dyn Clock>) -> Op
     options
 }
 
-fn put_meta(db: &Db, write_options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-    // The default column family (metadata) is the database's own put.
-    db.put_opt(key, value, write_options)
-        .map_err(Error::rocks("write metadata"))
-}
-
-fn get_meta(db: &Db, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    db.get(key).map_err(Error::rocks("read metadata"))
-}
-
-/// Checks the format and max parallelism of an existing store; writes them into a new one.
-fn check_metadata(db: &Db, write_options: &WriteOptions, config: &StoreConfig) -> Result<()> {
-    // Format and max parallelism: checked on an existing store, written on a new one.
-    match get_meta(db, META_FORMAT_KEY)? {
-        Some(found) if found != FORMAT_VERSION.as_bytes() => {
-            return Err(Error::FormatVersionMismatch {
-                expected: FORMAT_VERSION.to_owned(),
-                found: String::from_utf8_lossy(&found).into_owned(),
-            });
-        }
-        Some(_) => {}
-        None => put_meta(
-            db,
-            write_options,
-            META_FORMAT_KEY,
-            FORMAT_VERSION.as_bytes(),
-        )?,
-    }
-    let mp = config.max_parallelism().get();
-    match get_meta(db, META_MAX_PARALLELISM_KEY)? {
-        Some(found) => {
-            let found = <[u8; 4]>::try_from(found.as_slice())
-                .map(i32::from_be_bytes)
-                .map_err(|_| Error::CorruptMetadata {
-                    key: String::from_utf8_lossy(META_MAX_PARALLELISM_KEY).into_owned(),
-                })?;
-            if found != mp {
-                return Err(Error::MaxParallelismMismatch {
-                    expected: mp,
-                    found,
-                });
-            }
-        }
-        None => put_meta(
-            db,
-            write_options,
-            META_MAX_PARALLELISM_KEY,
-            &mp.to_be_bytes(),
-        )?,
-    }
-    Ok(())
-}
-
 /// How [`open_db`] treats a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OpenMode {
+pub(crate) enum OpenMode {
     /// A store's live database: created when missing.
     CreateIfMissing,
     /// A copy of a native checkpoint: must be a complete sfstate database (never created),
@@ -267,7 +216,7 @@ enum OpenMode {
 
 /// Opens the database in `dir` (see [`OpenMode`]): every existing column family, the
 /// metadata checks, and removal of column families no table maps to (leftover staging).
-fn open_db(
+pub(crate) fn open_db(
     dir: &Path,
     slot: &RocksSlot,
     clock: &Arc<dyn Clock>,
@@ -366,26 +315,6 @@ fn open_db(
     Ok(state)
 }
 
-/// A native snapshot of a [`RocksStore`]: a RocksDB checkpoint directory (SST files hard-linked
-/// where the file system allows, so consecutive checkpoints share unchanged SST files).
-/// Belongs to the binary (on-disk format) that wrote it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RocksCheckpoint {
-    dir: PathBuf,
-}
-
-impl RocksCheckpoint {
-    /// A checkpoint in `dir` (as written by [`RocksStore::checkpoint_to`]).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
-    }
-
-    /// The checkpoint's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-}
-
 /// The RocksDB backend's store: one RocksDB database for one operator subtask, opened in a
 /// root directory with a [`RocksSlot`]'s shared cache and write-buffer manager.
 ///
@@ -416,132 +345,6 @@ impl std::fmt::Debug for RocksStore {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-/// The file naming the live database directory.
-pub const LIVE_POINTER_FILE: &str = "LIVE";
-
-/// The temporary file a new [`LIVE_POINTER_FILE`] is written to before the rename.
-const LIVE_POINTER_TMP: &str = "LIVE.tmp";
-
-fn live_dirs(root: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let mut out = Vec::new();
-    if !root.exists() {
-        return Ok(out);
-    }
-    for entry in fs::read_dir(root).map_err(Error::io(root))? {
-        let entry = entry.map_err(Error::io(root))?;
-        let name = entry.file_name();
-        if let Some(n) = name.to_str().and_then(live_number) {
-            out.push((n, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// `n` of a directory name `live-<n>` (decimal, no sign, no leading `+`).
-fn live_number(name: &str) -> Option<u64> {
-    let digits = name.strip_prefix("live-")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// The live directory name `LIVE` holds, `None` when there is no `LIVE` file.
-fn read_live_pointer(root: &Path) -> Result<Option<String>> {
-    let path = root.join(LIVE_POINTER_FILE);
-    let text = match fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&path)(e)),
-    };
-    let name = text.strip_suffix('\n').unwrap_or(&text);
-    if live_number(name).is_none() {
-        return Err(Error::CorruptMetadata {
-            key: path.display().to_string(),
-        });
-    }
-    Ok(Some(name.to_owned()))
-}
-
-/// Makes `LIVE` name `name`, atomically: write `LIVE.tmp`, fsync it, rename it over `LIVE`,
-/// fsync the root directory. On error `LIVE.tmp` is removed; `LIVE` names either the old
-/// or the new directory (the old one unless the rename happened).
-fn write_live_pointer(root: &Path, name: &str) -> Result<()> {
-    let tmp = root.join(LIVE_POINTER_TMP);
-    let path = root.join(LIVE_POINTER_FILE);
-    let written = fs::File::create(&tmp)
-        .and_then(|mut file| {
-            file.write_all(name.as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()
-        })
-        .map_err(Error::io(&tmp));
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if let Err(e) = fs::rename(&tmp, &path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(&path)(e));
-    }
-    fs::File::open(root)
-        .and_then(|dir| dir.sync_all())
-        .map_err(Error::io(root))
-}
-
-/// Removes every `live-*` directory but `keep` (best effort: leftovers of an interrupted
-/// restore, never opened again).
-fn remove_stale_live_dirs(root: &Path, keep: &str) {
-    let Ok(dirs) = live_dirs(root) else { return };
-    for (_, dir) in dirs {
-        if dir.file_name().and_then(|n| n.to_str()) != Some(keep) {
-            let _ = fs::remove_dir_all(dir);
-        }
-    }
-    let _ = fs::remove_file(root.join(LIVE_POINTER_TMP));
-}
-
-/// Reads every entry of every table, verifying block checksums and without filling the
-/// cache, so that a damaged checkpoint is refused before it replaces anything.
-fn verify_tables(state: &DbState) -> Result<()> {
-    for cf_name in state.cf_of.values() {
-        let cf = state
-            .db
-            .cf_handle(cf_name)
-            .ok_or_else(|| Error::InvalidCheckpoint {
-                path: state.dir.clone(),
-                reason: "a table's column family is missing",
-            })?;
-        let mut read = ReadOptions::default();
-        read.fill_cache(false);
-        read.set_verify_checksums(true);
-        let mut it = state.db.raw_iterator_cf_opt(&cf, read);
-        it.seek_to_first();
-        while it.valid() {
-            it.next();
-        }
-        it.status().map_err(Error::rocks("verify checkpoint"))?;
-    }
-    Ok(())
-}
-
-/// Copies a checkpoint into `target`: SST files (immutable) hard-linked when possible, the
-/// rest (manifest, options, CURRENT) copied.
-fn materialise_checkpoint(checkpoint: &Path, target: &Path) -> Result<()> {
-    fs::create_dir_all(target).map_err(Error::io(target))?;
-    for entry in fs::read_dir(checkpoint).map_err(Error::io(checkpoint))? {
-        let entry = entry.map_err(Error::io(checkpoint))?;
-        let from = entry.path();
-        let to = target.join(entry.file_name());
-        let is_sst = from.extension().is_some_and(|e| e == "sst");
-        if !(is_sst && fs::hard_link(&from, &to).is_ok()) {
-            fs::copy(&from, &to).map_err(Error::io(&from))?;
-        }
-    }
-    Ok(())
 }
 
 impl RocksStore {
@@ -724,42 +527,6 @@ impl RocksStore {
             .map_err(crate::error::rocks_api("flush"))
     }
 
-    /// Writes a RocksDB checkpoint of the committed state into `dir` (which must not exist).
-    ///
-    /// # Errors
-    /// [`state_api::Error::BundleState`] while any table has an open bundle; RocksDB and
-    /// I/O failures.
-    pub fn checkpoint_to(&self, dir: impl AsRef<Path>) -> state_api::Result<RocksCheckpoint> {
-        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
-            return Err(state_api::Error::BundleState {
-                operation: "native_snapshot",
-                requires_open: false,
-            });
-        }
-        let dir = dir.as_ref();
-        let st = self.shared.read();
-        // Re-write the table map so the checkpoint holds it even if a best-effort write after
-        // a restore failed.
-        for (table, cf) in &st.cf_of {
-            put_meta(
-                &st.db,
-                &self.shared.write_options,
-                format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
-                cf.as_bytes(),
-            )?;
-        }
-        if let Some(parent) = dir.parent() {
-            fs::create_dir_all(parent).map_err(Error::io(parent))?;
-        }
-        // With the WAL off, the checkpoint flushes the memtables (log_size_for_flush = 0).
-        Checkpoint::new(&st.db)
-            .and_then(|c| c.create_checkpoint(dir))
-            .map_err(crate::error::rocks_api("checkpoint"))?;
-        Ok(RocksCheckpoint {
-            dir: dir.to_owned(),
-        })
-    }
-
     /// Records table `name` (column description `columns`, `ttl`) in the store: checks an
     /// existing table's stored columns **before** recording anything, or creates its column
     /// family and metadata (the family is dropped again when the metadata write fails).
@@ -856,155 +623,5 @@ impl KeyedStateStore for RocksStore {
         let table = RocksKeyedTable::new(name, codec, ttl, &self.config, Arc::clone(&self.shared))?;
         self.names.register(name)?;
         Ok(table)
-    }
-}
-
-impl NativeSnapshot for RocksStore {
-    type Snapshot = RocksCheckpoint;
-
-    /// A RocksDB checkpoint of every table's committed state in
-    /// `<root>/checkpoints/chk-<n>/`.
-    fn native_snapshot(&mut self) -> state_api::Result<RocksCheckpoint> {
-        let n = self.shared.checkpoints.fetch_add(1, Ordering::SeqCst);
-        let dir = self
-            .shared
-            .root
-            .join("checkpoints")
-            .join(format!("chk-{n}"));
-        self.checkpoint_to(dir)
-    }
-
-    /// Opens the checkpoint as a new live database (`live-<n+1>/`), re-creates the tables the
-    /// checkpoint does not hold (empty), reloads every timer table's timers from it, points
-    /// `LIVE` at it and only then swaps it in; every table of this store then reads the
-    /// checkpoint's state. All or nothing: on any error the new directory is removed and the
-    /// old database stays (and stays the one `LIVE` names).
-    fn restore_native(&mut self, snapshot: &RocksCheckpoint) -> state_api::Result<()> {
-        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
-            return Err(state_api::Error::BundleState {
-                operation: "restore_native",
-                requires_open: false,
-            });
-        }
-        let root = self.shared.root.clone();
-        let next = live_dirs(&root)?.last().map_or(0, |(n, _)| n + 1);
-        let name = format!("live-{next}");
-        let dir = root.join(&name);
-        let old_name = self
-            .shared
-            .read()
-            .dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .map(str::to_owned);
-        let prepared = self.prepare_restore(snapshot, &dir).and_then(|prepared| {
-            write_live_pointer(&root, &name)
-                .map_err(state_api::Error::from)
-                .map(|()| prepared)
-        });
-        let (fresh, timers) = match prepared {
-            Ok(prepared) => prepared,
-            Err(err) => {
-                // `LIVE` may have been renamed before a failed directory fsync: point it
-                // back before the new directory goes.
-                if read_live_pointer(&root).ok().flatten().as_deref() == Some(name.as_str())
-                    && let Some(old) = &old_name
-                {
-                    let _ = write_live_pointer(&root, old);
-                }
-                let _ = fs::remove_dir_all(&dir);
-                return Err(err);
-            }
-        };
-        let old = std::mem::replace(&mut *self.shared.write(), fresh);
-        for (cell, state) in timers {
-            *cell.lock().unwrap_or_else(PoisonError::into_inner) = state;
-        }
-        self.shared.generation.fetch_add(1, Ordering::SeqCst);
-        let old_dir = old.dir.clone();
-        drop(old);
-        let _ = fs::remove_dir_all(old_dir);
-        Ok(())
-    }
-}
-
-/// A restored database and the timer sets loaded from it, ready to be swapped in.
-type PreparedRestore = (DbState, Vec<(Arc<Mutex<TimerState>>, TimerState)>);
-
-impl RocksStore {
-    /// Every fallible step of a native restore into `dir`; on error the caller removes `dir`
-    /// (the database opened here is closed when the error returns).
-    fn prepare_restore(
-        &self,
-        snapshot: &RocksCheckpoint,
-        dir: &Path,
-    ) -> state_api::Result<PreparedRestore> {
-        let invalid = |e: Error| state_api::Error::InvalidNativeSnapshot {
-            source: Box::new(e),
-        };
-        materialise_checkpoint(&snapshot.dir, dir).map_err(invalid)?;
-        let mut fresh = open_db(
-            dir,
-            &self.shared.slot,
-            &self.shared.clock,
-            &self.config,
-            OpenMode::Checkpoint,
-        )
-        .map_err(invalid)?;
-        let tables = self
-            .shared
-            .tables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        // Tables opened after the checkpoint get an empty family; every table gets its TTL.
-        for (table, info) in &tables {
-            let cf = if let Some(cf) = fresh.cf_of.get(table) {
-                cf.clone()
-            } else {
-                let name = format!("{TABLE_CF_PREFIX}{}", fresh.next_cf);
-                fresh.next_cf += 1;
-                let cell = TtlCell::new();
-                fresh
-                    .db
-                    .create_cf(&name, &self.shared.cf_options(&cell))
-                    .map_err(Error::rocks("create column family"))?;
-                fresh.ttl_cells.insert(name.clone(), cell);
-                put_meta(
-                    &fresh.db,
-                    &self.shared.write_options,
-                    format!("{META_TABLE_COLUMNS_PREFIX}{table}").as_bytes(),
-                    info.columns.as_bytes(),
-                )?;
-                put_meta(
-                    &fresh.db,
-                    &self.shared.write_options,
-                    format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
-                    name.as_bytes(),
-                )?;
-                fresh.cf_of.insert(table.clone(), name.clone());
-                name
-            };
-            if let Some(cell) = fresh.ttl_cells.get(&cf) {
-                cell.set(info.ttl_millis);
-            }
-        }
-        let open_timers: Vec<(String, Arc<Mutex<TimerState>>)> = self
-            .shared
-            .timer_tables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter_map(|(name, weak)| weak.upgrade().map(|cell| (name.clone(), cell)))
-            .collect();
-        let mut timers = Vec::with_capacity(open_timers.len());
-        for (table, cell) in open_timers {
-            let loaded = {
-                let current = cell.lock().unwrap_or_else(PoisonError::into_inner);
-                TimerState::load_like(&current, &fresh, &table)?
-            };
-            timers.push((cell, loaded));
-        }
-        Ok((fresh, timers))
     }
 }
