@@ -324,7 +324,7 @@ pub(crate) fn open_db(
 /// |---|---|
 /// | `LIVE` | the name of the live database directory (`live-<n>` and a newline), replaced atomically (written to `LIVE.tmp`, fsynced, renamed, directory fsynced) |
 /// | `live-<n>/` | the database `LIVE` names; a native restore opens a new `live-<n+1>/` and switches `LIVE` to it only once it is complete |
-/// | `checkpoints/chk-<m>/` | checkpoints taken by [`NativeSnapshot::native_snapshot`] |
+/// | `checkpoints/chk-<m>/` | checkpoints taken by [`native_snapshot`](state_api::NativeSnapshot::native_snapshot) |
 ///
 /// Opening reads `LIVE` and removes every other `live-*` directory (the leftovers of an
 /// interrupted restore). A root without `LIVE` (a store written before the pointer existed)
