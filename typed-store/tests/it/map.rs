@@ -10,7 +10,8 @@ use keygroup::KeyGroup;
 use sfcs_format::MemoryContainer;
 use state_api::{
     CanonicalTable, I64Codec, KeyedStateStore, ManualClock, MapHydration, MapStateStore, MapTable,
-    ScanDirection, TtlConfig, UserKeyRange, restore_canonical_snapshot, write_canonical_snapshot,
+    ScanDirection, TtlConfig, TtlVisibility, UserKeyRange, restore_canonical_snapshot,
+    write_canonical_snapshot,
 };
 use typed_store::{RocksMapTable, RocksSlot, RocksStore};
 
