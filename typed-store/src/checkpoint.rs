@@ -13,6 +13,7 @@ use state_api::NativeSnapshot;
 use crate::error::{Error, Result};
 use crate::format::{META_TABLE_CF_PREFIX, META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX};
 use crate::live::{live_dirs, read_live_pointer, write_live_pointer};
+use crate::manifest::CheckpointManifest;
 use crate::metadata::put_meta;
 use crate::store::{DbState, OpenMode, RocksStore, open_db};
 use crate::timer::TimerState;
@@ -106,10 +107,15 @@ impl RocksStore {
         if let Some(parent) = dir.parent() {
             fs::create_dir_all(parent).map_err(Error::io(parent))?;
         }
+        // Commits need `&mut` tables of this store: nothing writes between here and the
+        // checkpoint, so this is the checkpoint's sequence number.
+        let sequence = st.db.latest_sequence_number();
         // With the WAL off, the checkpoint flushes the memtables (log_size_for_flush = 0).
         Checkpoint::new(&st.db)
             .and_then(|c| c.create_checkpoint(dir))
             .map_err(crate::error::rocks_api("checkpoint"))?;
+        // Written last: a checkpoint without its manifest is incomplete and refused.
+        CheckpointManifest::of_dir(dir, sequence)?.write(dir)?;
         Ok(RocksCheckpoint {
             dir: dir.to_owned(),
         })

@@ -111,6 +111,7 @@ mod checkpoint;
 mod error;
 mod format;
 mod live;
+mod manifest;
 mod map;
 mod metadata;
 mod restore;
@@ -127,6 +128,7 @@ pub use format::{
     META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX, TIMESTAMP_BYTES, describe_fields,
 };
 pub use live::LIVE_POINTER_FILE;
+pub use manifest::CHECKPOINT_MANIFEST_FILE;
 pub use map::RocksMapTable;
 pub use slot::{
     DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, RocksSlot, SlotMemory,

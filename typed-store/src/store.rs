@@ -23,6 +23,7 @@ use crate::format::{
 use crate::live::{
     LIVE_POINTER_FILE, live_dirs, read_live_pointer, remove_stale_live_dirs, write_live_pointer,
 };
+use crate::manifest::CheckpointManifest;
 use crate::metadata::{check_metadata, get_meta, put_meta};
 use crate::slot::RocksSlot;
 use crate::table::RocksKeyedTable;
@@ -253,8 +254,20 @@ pub(crate) fn open_db(
         ));
         ttl_cells.insert(name.clone(), cell);
     }
+    // A checkpoint copy is opened only when its manifest vouches for every file.
+    let manifest = if checkpoint {
+        Some(CheckpointManifest::verify_dir(dir)?)
+    } else {
+        None
+    };
     let db = Db::open_cf_descriptors(&db_options, dir, descriptors)
         .map_err(Error::rocks("open database"))?;
+    if manifest.is_some_and(|m| m.sequence != db.latest_sequence_number()) {
+        return Err(Error::InvalidCheckpoint {
+            path: dir.to_owned(),
+            reason: "sequence number differs from the checkpoint manifest (stale MANIFEST)",
+        });
+    }
     let mut write_options = WriteOptions::default();
     write_options.disable_wal(true);
 
