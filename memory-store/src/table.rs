@@ -61,6 +61,7 @@ pub struct MemoryKeyedTable<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
+    max_parallelism: keygroup::MaxParallelism,
     schema: SchemaRef,
     key_groups: KeyGroupRange,
     clock: Arc<dyn Clock>,
@@ -92,6 +93,7 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
             name: name.to_owned(),
             codec,
             ttl,
+            max_parallelism: config.max_parallelism(),
             schema,
             key_groups,
             clock: Arc::clone(config.clock()),
@@ -569,6 +571,14 @@ impl<C: ValueCodec> CanonicalTable for MemoryKeyedTable<C> {
 
     fn abort_restore(&mut self) {
         self.staged = None;
+    }
+
+    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
+        Some(self.max_parallelism)
+    }
+
+    fn table_has_ttl(&self) -> Option<bool> {
+        Some(self.ttl.is_some())
     }
 }
 

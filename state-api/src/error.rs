@@ -222,4 +222,26 @@ pub enum Error {
         /// Index of the source.
         source_index: usize,
     },
+    /// A value (or metadata entry) stored by a persistent backend is corrupt: it fails the
+    /// backend's structural checks or its storage reports a checksum failure.
+    #[error("corrupt stored state: {source}")]
+    CorruptValue {
+        /// The backend's native error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The backend's storage failed with an I/O error (file system, device).
+    #[error("storage I/O failure: {source}")]
+    Io {
+        /// The backend's native error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A native snapshot is incomplete, damaged or not this backend's; nothing was replaced.
+    #[error("invalid native snapshot: {source}")]
+    InvalidNativeSnapshot {
+        /// The backend's native error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }

@@ -172,6 +172,7 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
+    max_parallelism: keygroup::MaxParallelism,
     schema: SchemaRef,
     key_groups: KeyGroupRange,
     prefix_bytes: usize,
@@ -227,6 +228,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             ttl,
             key_groups: config.key_groups(),
             prefix_bytes: prefix_bytes(config.max_parallelism()),
+            max_parallelism: config.max_parallelism(),
             clock: Arc::clone(config.clock()),
             shared,
             rows,
@@ -884,6 +886,14 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
         if let Some(cf) = self.staged_cf.take() {
             self.shared.drop_cf(&cf);
         }
+    }
+
+    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
+        Some(self.max_parallelism)
+    }
+
+    fn table_has_ttl(&self) -> Option<bool> {
+        Some(self.ttl.is_some())
     }
 }
 

@@ -2,3 +2,4 @@
 //! conformance suite, with the backends' `test-util` factories.
 
 mod keyed;
+mod map_timer;
