@@ -59,11 +59,6 @@ impl Input {
         Ok(input)
     }
 
-    /// The file this input reads.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The current position, relative to the window start.
     pub(crate) fn position(&self) -> u64 {
         self.pos

@@ -12,10 +12,14 @@ use crate::reader::SavepointReader;
 /// manifest: the operator, and per key group the header bytes and fields, the chunk lengths
 /// and the SHA-256 of the reassembled payload. Memory: one chunk at a time.
 ///
+/// `uid` is the operator's uid to record (`restore-check` derives the operator id from it);
+/// `None` records the uid stored in v5+ metadata (v3 metadata stores none).
+///
 /// # Errors
 /// The first failure of [`SavepointReader::read_payload_with`].
-pub fn manifest_json(savepoint: &SavepointReader) -> Result<Value> {
+pub fn manifest_json(savepoint: &SavepointReader, uid: Option<&str>) -> Result<Value> {
     let op = savepoint.operator();
+    let uid = uid.or(op.uid.as_deref());
     let mut key_groups = Vec::with_capacity(savepoint.key_group_count());
     for key_group in savepoint.key_group_ids() {
         let mut sha = Sha256::new();
@@ -46,7 +50,7 @@ pub fn manifest_json(savepoint: &SavepointReader) -> Result<Value> {
         "flink_version": "2.3.0",
         "written_by": "sfstate flink-savepoint (Rust)",
         "operator": {
-            "uid": op.uid,
+            "uid": uid,
             "operator_id_hex": op.id.to_string(),
             "name": op.name,
             "parallelism": op.parallelism,

@@ -42,7 +42,7 @@ const MASTER_STATE_MAGIC: u32 = 0xc96b_1696;
 /// The start of a Java serialization stream (`ObjectOutputStream`), the v4+ trailer.
 const JAVA_SERIALIZATION_MAGIC: [u8; 4] = [0xac, 0xed, 0x00, 0x05];
 /// `KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM`.
-pub const MAX_MAX_PARALLELISM: u32 = 1 << 15;
+pub(crate) const MAX_MAX_PARALLELISM: u32 = 1 << 15;
 
 /// The parsed `_metadata` of a savepoint.
 #[derive(Debug, Clone)]

@@ -14,9 +14,6 @@
 
 use crate::error::{Error, Result};
 
-/// Longest string `writeUTF` can write, in encoded bytes.
-pub(crate) const MAX_UTF_LEN: usize = 65535;
-
 /// Decodes modified UTF-8 `bytes` (without the length prefix).
 pub(crate) fn decode(bytes: &[u8], what: &'static str) -> Result<String> {
     let bad = |index| Error::InvalidModifiedUtf8 { what, index };

@@ -59,7 +59,11 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let savepoint = savepoint.ok_or_else(|| format!("SAVEPOINT is required\n{USAGE}"))?;
     let selector = selector.ok_or_else(|| format!("--uid or --operator-id is required\n{USAGE}"))?;
     let reader = SavepointReader::open_with(&savepoint, &selector, &options)?;
-    let manifest = manifest_json(&reader)?;
+    let uid = match &selector {
+        OperatorSelector::Uid(uid) => Some(uid.as_str()),
+        OperatorSelector::Id(_) => None,
+    };
+    let manifest = manifest_json(&reader, uid)?;
     let empty = Vec::new();
     let groups = manifest["key_groups"].as_array().unwrap_or(&empty);
     for kg in groups {

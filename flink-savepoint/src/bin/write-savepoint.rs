@@ -102,7 +102,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     if manifest {
         // Read the savepoint back (full validation, every CRC) and describe it.
         let reader = SavepointReader::open(&out, &selector)?;
-        let json = manifest_json(&reader)?;
+        let uid = match &selector {
+            OperatorSelector::Uid(uid) => Some(uid.as_str()),
+            OperatorSelector::Id(_) => None,
+        };
+        let json = manifest_json(&reader, uid)?;
         let path = out.join("manifest.json");
         std::fs::write(&path, serde_json::to_string_pretty(&json)?)?;
         println!("read back {} key groups; wrote {}", reader.key_group_count(), path.display());

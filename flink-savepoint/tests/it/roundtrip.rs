@@ -88,7 +88,8 @@ fn random_snapshots_round_trip() {
                 1 => m - 1,
                 _ => rng.random_range(0..m),
             };
-            let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+            let mut payload = vec![0_u8; len];
+            rng.fill(&mut payload[..]);
             let deadline = rng.random_bool(0.5).then(|| rng.random_range(-100..i64::MAX));
             sfcs_format::write_envelope(&mut source, kg, "op-\u{e9}", deadline, &payload).unwrap();
         }
