@@ -32,7 +32,13 @@ fn snapshot(mib: usize) -> (MemoryContainer, u64) {
     let mut total = 0;
     for kg in 0..KEY_GROUPS {
         let len = per_kg - usize::try_from(kg).unwrap() * 7;
-        let payload: Vec<u8> = block.iter().copied().cycle().skip(usize::try_from(kg).unwrap()).take(len).collect();
+        let payload: Vec<u8> = block
+            .iter()
+            .copied()
+            .cycle()
+            .skip(usize::try_from(kg).unwrap())
+            .take(len)
+            .collect();
         sfcs_format::write_envelope(&mut container, kg, "group aggregate", None, &payload).unwrap();
         total += len as u64;
     }
@@ -45,9 +51,15 @@ fn copy_synced(from: &Path, to: &Path) {
 }
 
 fn bench(c: &mut Criterion) {
-    let mib: usize = std::env::var("SFSP_BENCH_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(256);
+    let mib: usize = std::env::var("SFSP_BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
     let (container, bytes) = snapshot(mib);
-    let tmp = tempfile::tempdir_in(std::env::var_os("SFSP_BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into())).unwrap();
+    let tmp = tempfile::tempdir_in(
+        std::env::var_os("SFSP_BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
+    )
+    .unwrap();
     // The plain file of the same bytes, for the copy baseline.
     let plain = tmp.path().join("plain");
     {

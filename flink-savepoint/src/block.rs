@@ -25,7 +25,7 @@ use crate::snappy::SnappyReader;
 
 /// The state id that ends a block.
 const END_OF_KEY_GROUP: u16 = 0xFFFF;
-/// `FullSnapshotUtil` META_DATA_FOLLOWS flag, bit 7 of the key's first byte.
+/// `FullSnapshotUtil`'s `META_DATA_FOLLOWS` flag, bit 7 of the key's first byte.
 pub(crate) const META_DATA_FOLLOWS: u8 = 0x80;
 /// Largest valid SFCS header.
 pub(crate) const MAX_HEADER_LEN: usize = FIXED_HEADER_LEN + MAX_OPERATOR_ID_LEN;
@@ -187,59 +187,7 @@ fn entry(
     let rest = key_len - prefix_bytes;
     match state.kind {
         StateKind::Header | StateKind::Chunk(_) => {
-            let bad_key = || Error::ReservedKey {
-                key_group,
-                state: state.name.clone(),
-            };
-            if rest != 5 {
-                return Err(bad_key());
-            }
-            let [k0, k1, k2, k3, ns] = src.array("reserved key")?;
-            if u32::from_be_bytes([k0, k1, k2, k3]) != key_group || ns != 0 {
-                return Err(bad_key());
-            }
-            let outer = src.len32("value length")?;
-            let inner = if outer >= 4 {
-                src.len32("reserved value length")?
-            } else {
-                u32::MAX
-            };
-            if u64::from(inner) + 4 != u64::from(outer) {
-                return Err(Error::ReservedValueLength {
-                    key_group,
-                    state: state.name.clone(),
-                    outer: i64::from(outer),
-                    inner: i64::from(inner),
-                });
-            }
-            let value = ValueRef {
-                loc: src.mark(),
-                len: inner,
-            };
-            let duplicate = || Error::DuplicateReservedEntry {
-                key_group,
-                state: state.name.clone(),
-            };
-            if let StateKind::Chunk(index) = state.kind {
-                src.skip(u64::from(inner), "chunk value")?;
-                if out.chunks.insert(index, value).is_some() {
-                    return Err(duplicate());
-                }
-            } else {
-                let len = usize::try_from(inner).unwrap_or(usize::MAX);
-                if len > MAX_HEADER_LEN {
-                    return Err(Error::HeaderTooLarge {
-                        key_group,
-                        length: inner,
-                        max: MAX_HEADER_LEN,
-                    });
-                }
-                let mut bytes = vec![0_u8; len];
-                src.read_into(&mut bytes, "header value")?;
-                if out.header.replace((value, bytes)).is_some() {
-                    return Err(duplicate());
-                }
-            }
+            reserved_entry(src, key_group, rest, state, out)?;
         }
         StateKind::Refused => {
             return Err(Error::StreamFusionV2Entry {
@@ -265,4 +213,68 @@ fn entry(
         }
     }
     Ok(flagged)
+}
+
+/// Reads a reserved entry's key rest (`rest` bytes after the prefix) and value.
+fn reserved_entry(
+    src: &mut BlockSource<'_>,
+    key_group: u32,
+    rest: u32,
+    state: &StateInfo,
+    out: &mut Reserved,
+) -> Result<()> {
+    let bad_key = || Error::ReservedKey {
+        key_group,
+        state: state.name.clone(),
+    };
+    if rest != 5 {
+        return Err(bad_key());
+    }
+    let [k0, k1, k2, k3, ns] = src.array("reserved key")?;
+    if u32::from_be_bytes([k0, k1, k2, k3]) != key_group || ns != 0 {
+        return Err(bad_key());
+    }
+    let outer = src.len32("value length")?;
+    let inner = if outer >= 4 {
+        src.len32("reserved value length")?
+    } else {
+        u32::MAX
+    };
+    if u64::from(inner) + 4 != u64::from(outer) {
+        return Err(Error::ReservedValueLength {
+            key_group,
+            state: state.name.clone(),
+            outer: i64::from(outer),
+            inner: i64::from(inner),
+        });
+    }
+    let value = ValueRef {
+        loc: src.mark(),
+        len: inner,
+    };
+    let duplicate = || Error::DuplicateReservedEntry {
+        key_group,
+        state: state.name.clone(),
+    };
+    if let StateKind::Chunk(index) = state.kind {
+        src.skip(u64::from(inner), "chunk value")?;
+        if out.chunks.insert(index, value).is_some() {
+            return Err(duplicate());
+        }
+    } else {
+        let len = usize::try_from(inner).unwrap_or(usize::MAX);
+        if len > MAX_HEADER_LEN {
+            return Err(Error::HeaderTooLarge {
+                key_group,
+                length: inner,
+                max: MAX_HEADER_LEN,
+            });
+        }
+        let mut bytes = vec![0_u8; len];
+        src.read_into(&mut bytes, "header value")?;
+        if out.header.replace((value, bytes)).is_some() {
+            return Err(duplicate());
+        }
+    }
+    Ok(())
 }

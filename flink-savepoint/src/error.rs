@@ -74,7 +74,9 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A structure ends before a field could be read.
-    #[error("truncated {what} in {path}: {needed} bytes needed at offset {offset}, {available} available")]
+    #[error(
+        "truncated {what} in {path}: {needed} bytes needed at offset {offset}, {available} available"
+    )]
     Truncated {
         /// The field being read.
         what: &'static str,
@@ -426,7 +428,9 @@ pub enum Error {
         length: u32,
     },
     /// A reserved-state key other than `prefix ‖ i32 kg ‖ 00`.
-    #[error("key group {key_group}: reserved state {state:?} has a key other than prefix ‖ i32 kg ‖ 00")]
+    #[error(
+        "key group {key_group}: reserved state {state:?} has a key other than prefix ‖ i32 kg ‖ 00"
+    )]
     ReservedKey {
         /// The key group.
         key_group: u32,
@@ -434,7 +438,9 @@ pub enum Error {
         state: String,
     },
     /// A reserved value whose outer frame is not `i32 (n + 4) ‖ i32 n ‖ n bytes`.
-    #[error("key group {key_group}: reserved state {state:?} value frame {outer} holds inner length {inner}")]
+    #[error(
+        "key group {key_group}: reserved state {state:?} value frame {outer} holds inner length {inner}"
+    )]
     ReservedValueLength {
         /// The key group.
         key_group: u32,
@@ -463,9 +469,11 @@ pub enum Error {
         /// The value length.
         length: i64,
     },
-    /// Entries in StreamFusion's v2 states, which a v1 reader must refuse (FORMAT.md 7.3), or
+    /// Entries in `StreamFusion`'s v2 states, which a v1 reader must refuse (FORMAT.md 7.3), or
     /// in a state named with the chunk prefix but not `_chunk_<n>` in canonical decimal.
-    #[error("key group {key_group}: state {state:?} (StreamFusion v2 or a non-canonical chunk name) has entries")]
+    #[error(
+        "key group {key_group}: state {state:?} (StreamFusion v2 or a non-canonical chunk name) has entries"
+    )]
     StreamFusionV2Entry {
         /// The key group.
         key_group: u32,

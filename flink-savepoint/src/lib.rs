@@ -2,7 +2,7 @@
 //! sfstate canonical native state — no JVM needed.
 //!
 //! sfstate's canonical snapshot of an operator is, per key group, an SFCS header plus 4 MiB
-//! chunks ([`sfcs_format`]). StreamFusion's Java operator stores exactly those as reserved
+//! chunks ([`sfcs_format`]). `StreamFusion`'s Java operator stores exactly those as reserved
 //! keyed `ValueState<byte[]>`s of a Flink job: the header under
 //! [`sfcs_format::HEADER_STATE_NAME`], chunk `n` under [`sfcs_format::chunk_state_name`],
 //! with the key group itself as the `Integer` key. This crate reads and writes the savepoint

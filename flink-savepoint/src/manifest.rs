@@ -26,7 +26,10 @@ pub fn manifest_json(savepoint: &SavepointReader, uid: Option<&str>) -> Result<V
         let Some(header) = savepoint.read_payload_with(key_group, None, |c| sha.update(c))? else {
             continue;
         };
-        let header_hex = savepoint.header_bytes(key_group).map(hex).unwrap_or_default();
+        let header_hex = savepoint
+            .header_bytes(key_group)
+            .map(hex)
+            .unwrap_or_default();
         let chunk_lengths: Vec<usize> = (0..header.chunk_count())
             .map(|i| header.chunk_len(i).unwrap_or(0))
             .collect();
@@ -64,8 +67,10 @@ pub fn manifest_json(savepoint: &SavepointReader, uid: Option<&str>) -> Result<V
 
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

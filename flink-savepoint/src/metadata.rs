@@ -1,33 +1,4 @@
-//! `_metadata`: parsed structurally, versions 3 to 6 (FORMAT.md section 4).
-//!
-//! ```text
-//! u32 magic 4960672d ; i32 version (3..=6)
-//! i64 checkpointId (>= 0) ; i32 numMasterStates (>= 0)
-//!     × { u32 magic c96b1696 ; i32 len (> 0) ; len bytes }           skipped by len
-//! i32 numOperators
-//!     × OperatorRecord:
-//!       [v5+] UTF name ; UTF uid                                    "" = absent
-//!       16 bytes OperatorID ; i32 parallelism ; i32 maxParallelism
-//!       StreamHandle coordinatorState                               tag 0 or 1 only
-//!       i32 numSubtaskStates                                        < 0: finished, no subtasks
-//!         × { i32 subtaskIndex (< 0: finished, no body)
-//!             i32 hasManagedOperatorState [OperatorStateHandle]
-//!             i32 hasRawOperatorState     [OperatorStateHandle]
-//!             KeyedStateHandle managed ; KeyedStateHandle raw
-//!             i32 numInputChannelStates = 0 ; i32 numResultSubpartitionStates = 0 }
-//! [v4+] Java-serialized CheckpointProperties (aced0005 …) to the end: never deserialized
-//! ```
-//!
-//! Handles (one tag byte each):
-//!
-//! ```text
-//! StreamHandle        0 null | 1 ByteStreamStateHandle { UTF name ; i32 n ; n bytes }
-//!                     2 FileStateHandle { i64 size ; UTF uri } | 6 RelativeFileStateHandle { UTF path ; i64 size }
-//! OperatorStateHandle 0 null | 4 { i32 n ; n × { UTF name ; u8 mode 0..=2 ; i32 k ; k × i64 } ; StreamHandle }
-//! KeyedStateHandle    0 null | 3, 7 { i32 start ; i32 n ; n × i64 offset ; StreamHandle } | 12 { same ; UTF id }
-//! ```
-//!
-//! Inline stream data is not copied: the parser records where it lies in `_metadata`.
+//! `_metadata`: parsed structurally (the layout is documented on [`SavepointMetadata`]).
 
 use std::path::Path;
 
@@ -44,7 +15,36 @@ const JAVA_SERIALIZATION_MAGIC: [u8; 4] = [0xac, 0xed, 0x00, 0x05];
 /// `KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM`.
 pub(crate) const MAX_MAX_PARALLELISM: u32 = 1 << 15;
 
-/// The parsed `_metadata` of a savepoint.
+/// The parsed `_metadata` of a savepoint (FORMAT.md section 4), versions 3 to 6.
+///
+/// ```text
+/// u32 magic 4960672d ; i32 version (3..=6)
+/// i64 checkpointId (>= 0) ; i32 numMasterStates (>= 0)
+///     × { u32 magic c96b1696 ; i32 len (> 0) ; len bytes }           skipped by len
+/// i32 numOperators
+///     × OperatorRecord:
+///       [v5+] UTF name ; UTF uid                                    "" = absent
+///       16 bytes OperatorID ; i32 parallelism ; i32 maxParallelism
+///       StreamHandle coordinatorState                               tag 0 or 1 only
+///       i32 numSubtaskStates                                        < 0: finished, no subtasks
+///         × { i32 subtaskIndex (< 0: finished, no body)
+///             i32 hasManagedOperatorState [OperatorStateHandle]
+///             i32 hasRawOperatorState     [OperatorStateHandle]
+///             KeyedStateHandle managed ; KeyedStateHandle raw
+///             i32 numInputChannelStates = 0 ; i32 numResultSubpartitionStates = 0 }
+/// [v4+] Java-serialized CheckpointProperties (aced0005 …) to the end: never deserialized
+/// ```
+///
+/// Handles (one tag byte each):
+///
+/// ```text
+/// StreamHandle        0 null | 1 ByteStreamStateHandle { UTF name ; i32 n ; n bytes }
+///                     2 FileStateHandle { i64 size ; UTF uri } | 6 RelativeFileStateHandle { UTF path ; i64 size }
+/// OperatorStateHandle 0 null | 4 { i32 n ; n × { UTF name ; u8 mode 0..=2 ; i32 k ; k × i64 } ; StreamHandle }
+/// KeyedStateHandle    0 null | 3, 7 { i32 start ; i32 n ; n × i64 offset ; StreamHandle } | 12 { same ; UTF id }
+/// ```
+///
+/// Inline stream data is not copied: the parser records where it lies in `_metadata`.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SavepointMetadata {

@@ -88,7 +88,12 @@ mod tests {
         let s = "native-op-\u{fc}\u{2713}\u{1F600}";
         let enc = encode(s);
         assert_eq!(enc.len(), 21);
-        assert_eq!(&enc[10..], &[0xC3, 0xBC, 0xE2, 0x9C, 0x93, 0xED, 0xA0, 0xBD, 0xED, 0xB8, 0x80]);
+        assert_eq!(
+            &enc[10..],
+            &[
+                0xC3, 0xBC, 0xE2, 0x9C, 0x93, 0xED, 0xA0, 0xBD, 0xED, 0xB8, 0x80
+            ]
+        );
         assert_eq!(decode(&enc, "t").unwrap(), s);
     }
 
@@ -100,16 +105,34 @@ mod tests {
 
     #[test]
     fn malformed_is_an_error() {
-        for bad in [&[0xF0, 0x9F, 0x98, 0x80][..], &[0xC3], &[0xE2, 0x9C], &[0x80], &[0xED, 0xA0, 0xBD]] {
-            assert!(matches!(decode(bad, "t"), Err(Error::InvalidModifiedUtf8 { .. })), "{bad:02x?}");
+        for bad in [
+            &[0xF0, 0x9F, 0x98, 0x80][..],
+            &[0xC3],
+            &[0xE2, 0x9C],
+            &[0x80],
+            &[0xED, 0xA0, 0xBD],
+        ] {
+            assert!(
+                matches!(decode(bad, "t"), Err(Error::InvalidModifiedUtf8 { .. })),
+                "{bad:02x?}"
+            );
         }
     }
 
     #[test]
     fn every_bmp_and_astral_sample_round_trips() {
-        let s: String = ['\u{1}', '\u{7f}', '\u{80}', '\u{7ff}', '\u{800}', '\u{ffff}', '\u{10000}', '\u{10ffff}']
-            .iter()
-            .collect();
+        let s: String = [
+            '\u{1}',
+            '\u{7f}',
+            '\u{80}',
+            '\u{7ff}',
+            '\u{800}',
+            '\u{ffff}',
+            '\u{10000}',
+            '\u{10ffff}',
+        ]
+        .iter()
+        .collect();
         assert_eq!(decode(&encode(&s), "t").unwrap(), s);
     }
 }

@@ -60,7 +60,7 @@ impl fmt::Debug for OperatorId {
     }
 }
 
-/// MurmurHash3 `x64_128` with seed 0, output as Guava's `HashCode.asBytes()`: `h1` then `h2`,
+/// `MurmurHash3` `x64_128` with seed 0, output as Guava's `HashCode.asBytes()`: `h1` then `h2`,
 /// each little-endian.
 pub(crate) fn murmur3_x64_128(data: &[u8]) -> [u8; 16] {
     const C1: u64 = 0x87c3_7b91_1142_53d5;
@@ -131,21 +131,42 @@ mod tests {
 
     #[test]
     fn format_md_examples() {
-        assert_eq!(OperatorId::from_uid("native-op").to_string(), "08683dbd096515294b21ad1a6097865b");
+        assert_eq!(
+            OperatorId::from_uid("native-op").to_string(),
+            "08683dbd096515294b21ad1a6097865b"
+        );
         assert_eq!(
             OperatorId::from_uid("native-op-\u{fc}\u{2713}\u{1F600}").to_string(),
             "ac5a23e4830bab8622ede8a9092e6d37"
         );
-        assert_eq!(OperatorId::from_uid("sink").to_string(), "2e588ce1c86a9d46e2e85186773ce4fd");
-        assert_eq!(OperatorId::from_uid("src").to_string(), "f362c87ffabe89c8a91fa7d0a523ba6c");
+        assert_eq!(
+            OperatorId::from_uid("sink").to_string(),
+            "2e588ce1c86a9d46e2e85186773ce4fd"
+        );
+        assert_eq!(
+            OperatorId::from_uid("src").to_string(),
+            "f362c87ffabe89c8a91fa7d0a523ba6c"
+        );
     }
 
     #[test]
     fn hex_round_trip_and_errors() {
         let id = OperatorId::from_uid("x");
         assert_eq!(OperatorId::from_hex(&id.to_string()).unwrap(), id);
-        for bad in ["", "00", &"g".repeat(32), &"0".repeat(33), "é0000000000000000000000000000000"] {
-            assert!(matches!(OperatorId::from_hex(bad), Err(Error::BadOperatorIdHex { .. })), "{bad}");
+        for bad in [
+            "",
+            "00",
+            &"g".repeat(32),
+            &"0".repeat(33),
+            "é0000000000000000000000000000000",
+        ] {
+            assert!(
+                matches!(
+                    OperatorId::from_hex(bad),
+                    Err(Error::BadOperatorIdHex { .. })
+                ),
+                "{bad}"
+            );
         }
     }
 }

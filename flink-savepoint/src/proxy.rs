@@ -37,7 +37,7 @@ use crate::serializer::{self, BYTES, INT, Snapshot, VOID_NAMESPACE};
 pub(crate) const PROXY_VERSION: i32 = 6;
 /// The prefix of the chunk states' names.
 pub(crate) const CHUNK_PREFIX: &str = "__streamfusion_canonical_native_state_v1_chunk_";
-/// StreamFusion's v2 states (FORMAT.md 7.3): their meta is accepted, their entries refused.
+/// `StreamFusion`'s v2 states (FORMAT.md 7.3): their meta is accepted, their entries refused.
 const V2_STATES: &[&str] = &[
     "__streamfusion_canonical_native_state_v2_header",
     "__streamfusion_canonical_native_state_v2_payload",
@@ -55,7 +55,7 @@ pub(crate) enum StateKind {
     Header,
     /// Chunk `n`.
     Chunk(u32),
-    /// A StreamFusion v2 state, or a name with the chunk prefix that is not `_chunk_<n>`
+    /// A `StreamFusion` v2 state, or a name with the chunk prefix that is not `_chunk_<n>`
     /// in canonical decimal: refused when it has entries.
     Refused,
     /// A priority queue (timers): entries have empty values.
@@ -183,9 +183,8 @@ fn check_reserved_meta(
     };
     let value = (VALUE_SERIALIZER.to_owned(), simple(BYTES));
     let namespace = (NAMESPACE_SERIALIZER.to_owned(), simple(VOID_NAMESPACE));
-    let exact = serializers.len() == 2
-        && serializers.contains(&value)
-        && serializers.contains(&namespace);
+    let exact =
+        serializers.len() == 2 && serializers.contains(&value) && serializers.contains(&namespace);
     if !exact {
         return Err(bad(
             "serializers are not exactly BytePrimitiveArraySerializer and VoidNamespaceSerializer (v3)",
@@ -271,11 +270,23 @@ mod tests {
 
     #[test]
     fn chunk_names_are_canonical_decimal() {
-        assert_eq!(classify(&format!("{CHUNK_PREFIX}0"), 0), StateKind::Chunk(0));
-        assert_eq!(classify(&format!("{CHUNK_PREFIX}12"), 0), StateKind::Chunk(12));
-        assert_eq!(classify(&format!("{CHUNK_PREFIX}012"), 0), StateKind::Refused);
-        assert_eq!(classify(&format!("{CHUNK_PREFIX}"), 0), StateKind::Refused);
+        assert_eq!(
+            classify(&format!("{CHUNK_PREFIX}0"), 0),
+            StateKind::Chunk(0)
+        );
+        assert_eq!(
+            classify(&format!("{CHUNK_PREFIX}12"), 0),
+            StateKind::Chunk(12)
+        );
+        assert_eq!(
+            classify(&format!("{CHUNK_PREFIX}012"), 0),
+            StateKind::Refused
+        );
+        assert_eq!(classify(CHUNK_PREFIX, 0), StateKind::Refused);
         assert_eq!(classify(V2_STATES[1], 0), StateKind::Refused);
-        assert_eq!(classify("_timer_state/event_user-timers", 3), StateKind::PriorityQueue);
+        assert_eq!(
+            classify("_timer_state/event_user-timers", 3),
+            StateKind::PriorityQueue
+        );
     }
 }

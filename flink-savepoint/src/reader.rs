@@ -10,7 +10,9 @@ use sfcs_format::{Container, DecodeError, Header};
 use crate::block::{self, BlockSource, Loc, Reserved, ValueRef};
 use crate::error::{Error, Result};
 use crate::input::{Input, io_err};
-use crate::metadata::{KeyedHandle, MAX_MAX_PARALLELISM, OperatorRecord, SavepointMetadata, StreamHandle};
+use crate::metadata::{
+    KeyedHandle, MAX_MAX_PARALLELISM, OperatorRecord, SavepointMetadata, StreamHandle,
+};
 use crate::operator_id::OperatorId;
 use crate::proxy;
 use crate::snappy::SnappyReader;
@@ -137,13 +139,13 @@ impl SavepointReader {
         };
         let metadata = SavepointMetadata::read(&metadata_path)?;
         let record = metadata.operator(selector.id())?;
-        if let (OperatorSelector::Uid(expected), Some(found)) = (selector, &record.uid) {
-            if expected != found {
-                return Err(Error::UidMismatch {
-                    expected: expected.clone(),
-                    found: found.clone(),
-                });
-            }
+        if let (OperatorSelector::Uid(expected), Some(found)) = (selector, &record.uid)
+            && expected != found
+        {
+            return Err(Error::UidMismatch {
+                expected: expected.clone(),
+                found: found.clone(),
+            });
         }
         let max_parallelism = u32::try_from(record.max_parallelism)
             .ok()
@@ -151,13 +153,13 @@ impl SavepointReader {
             .ok_or(Error::InvalidMaxParallelism {
                 found: i64::from(record.max_parallelism),
             })?;
-        if let Some(expected) = options.max_parallelism {
-            if expected != max_parallelism {
-                return Err(Error::MaxParallelismMismatch {
-                    expected,
-                    found: record.max_parallelism,
-                });
-            }
+        if let Some(expected) = options.max_parallelism
+            && expected != max_parallelism
+        {
+            return Err(Error::MaxParallelismMismatch {
+                expected,
+                found: record.max_parallelism,
+            });
         }
         let handles = native_handles(record, max_parallelism)?;
         let mut reader = SavepointReader {
@@ -180,10 +182,17 @@ impl SavepointReader {
     }
 
     /// Reads one keyed handle's stream.
-    fn read_handle(&mut self, metadata_path: &Path, subtask: i32, handle: &KeyedHandle) -> Result<()> {
+    fn read_handle(
+        &mut self,
+        metadata_path: &Path,
+        subtask: i32,
+        handle: &KeyedHandle,
+    ) -> Result<()> {
         let Some(stream) = &handle.stream else {
             if handle.offsets.iter().any(|&o| o != 0) {
-                return Err(Error::MissingStream { start: handle.start });
+                return Err(Error::MissingStream {
+                    start: handle.start,
+                });
             }
             return Ok(());
         };
@@ -231,7 +240,9 @@ impl SavepointReader {
                 (PathBuf::from(local), *size)
             }
         };
-        let actual = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?.len();
+        let actual = std::fs::metadata(&path)
+            .map_err(|e| io_err(&path, e))?
+            .len();
         if u64::try_from(size).ok() != Some(actual) {
             return Err(Error::StateFileSize {
                 path,
@@ -294,7 +305,10 @@ impl SavepointReader {
         let Some(entry) = self.key_groups.get(&key_group) else {
             return Ok(None);
         };
-        let Some(value) = usize::try_from(index).ok().and_then(|i| entry.chunks.get(i)) else {
+        let Some(value) = usize::try_from(index)
+            .ok()
+            .and_then(|i| entry.chunks.get(i))
+        else {
             return Ok(None);
         };
         let Some(stream) = self.streams.get(entry.stream) else {
@@ -333,16 +347,16 @@ impl SavepointReader {
             return Ok(None);
         };
         let header = &entry.header;
-        if let Some(expected) = expected_operator_id {
-            if expected != header.operator_id() {
-                return Err(Error::Envelope {
-                    key_group,
-                    source: DecodeError::OperatorMismatch {
-                        expected: expected.to_owned(),
-                        found: header.operator_id().to_owned(),
-                    },
-                });
-            }
+        if let Some(expected) = expected_operator_id
+            && expected != header.operator_id()
+        {
+            return Err(Error::Envelope {
+                key_group,
+                source: DecodeError::OperatorMismatch {
+                    expected: expected.to_owned(),
+                    found: header.operator_id().to_owned(),
+                },
+            });
         }
         let mut crc = 0_u32;
         for index in 0..header.chunk_count() {
@@ -376,7 +390,10 @@ impl SavepointReader {
 }
 
 /// The native operator's managed keyed handles, with the coverage of `[0, M)` checked.
-fn native_handles(record: &OperatorRecord, max_parallelism: u32) -> Result<Vec<(i32, &KeyedHandle)>> {
+fn native_handles(
+    record: &OperatorRecord,
+    max_parallelism: u32,
+) -> Result<Vec<(i32, &KeyedHandle)>> {
     let mut covered = vec![false; max_parallelism as usize];
     let mut handles = Vec::new();
     for subtask in &record.subtasks {
@@ -437,12 +454,14 @@ fn scan_stream(
     let min = input.position();
     let prefix_bytes = if max_parallelism <= 128 { 1 } else { 2 };
     let mut out = Vec::new();
-    for (j, &offset) in handle.offsets.iter().enumerate() {
+    for (j, &offset) in (0_u32..).zip(&handle.offsets) {
         if offset == 0 {
             continue;
         }
-        // `native_handles` checked start + j < max parallelism.
-        let key_group = u32::try_from(i64::from(handle.start) + j as i64).unwrap_or(u32::MAX);
+        // `native_handles` checked 0 <= start and start + j < max parallelism.
+        let key_group = u32::try_from(handle.start)
+            .unwrap_or(u32::MAX)
+            .saturating_add(j);
         let pos = u64::try_from(offset)
             .ok()
             .filter(|&p| p >= min && p < input.len())
@@ -465,7 +484,11 @@ fn scan_stream(
 }
 
 /// Checks one key group's reserved entries against its header (all but the checksum).
-fn validate_key_group(key_group: u32, reserved: Reserved, stream: usize) -> Result<Option<KeyGroupEntry>> {
+fn validate_key_group(
+    key_group: u32,
+    reserved: Reserved,
+    stream: usize,
+) -> Result<Option<KeyGroupEntry>> {
     let envelope = |source| Error::Envelope { key_group, source };
     let Some((_, header_bytes)) = reserved.header else {
         return match reserved.chunks.keys().next() {
@@ -478,7 +501,10 @@ fn validate_key_group(key_group: u32, reserved: Reserved, stream: usize) -> Resu
     let mut chunks = Vec::with_capacity(reserved.chunks.len());
     for (expected_index, (&index, value)) in (0_u32..).zip(&reserved.chunks) {
         if index >= chunk_count {
-            return Err(envelope(DecodeError::UnexpectedChunk { index, chunk_count }));
+            return Err(envelope(DecodeError::UnexpectedChunk {
+                index,
+                chunk_count,
+            }));
         }
         if index != expected_index {
             return Err(envelope(DecodeError::MissingChunk {
@@ -543,8 +569,18 @@ fn container_error(path: &Path, error: Error) -> sfcs_format::Error {
 /// source is [`Error::ReadOnly`]; a read failure is [`sfcs_format::Error::Io`] whose source
 /// is this crate's typed [`Error`].
 impl Container for SavepointReader {
-    fn put_key_group(&mut self, _key_group: u32, _header: &[u8], _chunks: &[&[u8]]) -> sfcs_format::Result<()> {
-        Err(container_error(&self.dir, Error::ReadOnly { operation: "put_key_group" }))
+    fn put_key_group(
+        &mut self,
+        _key_group: u32,
+        _header: &[u8],
+        _chunks: &[&[u8]],
+    ) -> sfcs_format::Result<()> {
+        Err(container_error(
+            &self.dir,
+            Error::ReadOnly {
+                operation: "put_key_group",
+            },
+        ))
     }
 
     fn get_header(&self, key_group: u32) -> sfcs_format::Result<Option<Cow<'_, [u8]>>> {
@@ -562,6 +598,11 @@ impl Container for SavepointReader {
     }
 
     fn remove_key_group(&mut self, _key_group: u32) -> sfcs_format::Result<()> {
-        Err(container_error(&self.dir, Error::ReadOnly { operation: "remove_key_group" }))
+        Err(container_error(
+            &self.dir,
+            Error::ReadOnly {
+                operation: "remove_key_group",
+            },
+        ))
     }
 }

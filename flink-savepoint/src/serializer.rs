@@ -29,7 +29,8 @@ const MAX_DEPTH: u32 = 16;
 const MAX_NESTED: u32 = 64;
 
 /// `IntSerializer`'s snapshot: the native operator's key serializer.
-pub(crate) const INT: &str = "org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot";
+pub(crate) const INT: &str =
+    "org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot";
 /// `BytePrimitiveArraySerializer`'s snapshot: the reserved states' value serializer.
 pub(crate) const BYTES: &str = "org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot";
 /// `VoidNamespaceSerializer`'s snapshot: the reserved states' namespace serializer.
@@ -55,9 +56,18 @@ const SIMPLE: &[&str] = &[
 /// `CompositeTypeSerializerSnapshot` subclasses this reader knows, with their current outer
 /// snapshot version (the outer body is empty for all of them).
 const COMPOSITE: &[(&str, i32)] = &[
-    ("org.apache.flink.streaming.api.operators.TimerSerializerSnapshot", 2),
-    ("org.apache.flink.api.common.typeutils.base.MapSerializerSnapshot", 1),
-    ("org.apache.flink.api.common.typeutils.base.ListSerializerSnapshot", 1),
+    (
+        "org.apache.flink.streaming.api.operators.TimerSerializerSnapshot",
+        2,
+    ),
+    (
+        "org.apache.flink.api.common.typeutils.base.MapSerializerSnapshot",
+        1,
+    ),
+    (
+        "org.apache.flink.api.common.typeutils.base.ListSerializerSnapshot",
+        1,
+    ),
 ];
 
 /// A parsed serializer snapshot.

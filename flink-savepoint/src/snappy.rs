@@ -21,13 +21,14 @@ use crate::error::{Error, Result, SnappyError};
 use crate::input::Input;
 
 /// The stream identifier chunk.
-pub(crate) const STREAM_IDENTIFIER: [u8; 10] = [0xff, 0x06, 0x00, 0x00, b's', b'N', b'a', b'P', b'p', b'Y'];
+pub(crate) const STREAM_IDENTIFIER: [u8; 10] =
+    [0xff, 0x06, 0x00, 0x00, b's', b'N', b'a', b'P', b'p', b'Y'];
 /// Largest uncompressed chunk.
 pub(crate) const MAX_CHUNK: usize = 65536;
 
 /// Masks a CRC32C as the Snappy framing format does.
 pub(crate) fn mask(crc: u32) -> u32 {
-    ((crc >> 15) | (crc << 17)).wrapping_add(0xa282_ead8)
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
 }
 
 /// Reads the decompressed bytes of one Snappy-framed block from an [`Input`].
@@ -59,7 +60,12 @@ impl<'a> SnappyReader<'a> {
 
     /// Resumes inside a block at the chunk starting at stream position `chunk`, `skip` bytes
     /// into its decompressed output.
-    pub(crate) fn resume(input: &'a mut Input, key_group: u32, chunk: u64, skip: u32) -> Result<Self> {
+    pub(crate) fn resume(
+        input: &'a mut Input,
+        key_group: u32,
+        chunk: u64,
+        skip: u32,
+    ) -> Result<Self> {
         input.seek(chunk)?;
         let mut reader = SnappyReader::empty(input, key_group);
         reader.chunk_start = chunk;
@@ -89,7 +95,10 @@ impl<'a> SnappyReader<'a> {
 
     /// The position of the next byte: the current chunk and the bytes consumed from it.
     pub(crate) fn mark(&self) -> (u64, u32) {
-        (self.chunk_start, u32::try_from(self.pos).unwrap_or(u32::MAX))
+        (
+            self.chunk_start,
+            u32::try_from(self.pos).unwrap_or(u32::MAX),
+        )
     }
 
     /// Loads the next data chunk into `buf` (skipping skippable and identifier chunks).
@@ -113,25 +122,43 @@ impl<'a> SnappyReader<'a> {
                     }
                     let stored = self.input.u32("Snappy chunk checksum")?.swap_bytes();
                     self.scratch.resize(data_len - 4, 0);
-                    self.input.read_into(&mut self.scratch, "Snappy chunk data")?;
+                    self.input
+                        .read_into(&mut self.scratch, "Snappy chunk data")?;
                     if chunk_type == 0 {
                         let n = snap::raw::decompress_len(&self.scratch).map_err(|e| {
-                            self.error(start, SnappyError::Corrupt { reason: e.to_string() })
+                            self.error(
+                                start,
+                                SnappyError::Corrupt {
+                                    reason: e.to_string(),
+                                },
+                            )
                         })?;
                         if n > MAX_CHUNK {
-                            return Err(self.error(start, SnappyError::UncompressedTooLarge { length: n as u64 }));
+                            return Err(self.error(
+                                start,
+                                SnappyError::UncompressedTooLarge { length: n as u64 },
+                            ));
                         }
                         self.buf.resize(n, 0);
                         self.decoder
                             .decompress(&self.scratch, &mut self.buf)
-                            .map_err(|e| self.error(start, SnappyError::Corrupt { reason: e.to_string() }))?;
+                            .map_err(|e| {
+                                self.error(
+                                    start,
+                                    SnappyError::Corrupt {
+                                        reason: e.to_string(),
+                                    },
+                                )
+                            })?;
                     } else {
                         self.buf.clear();
                         self.buf.extend_from_slice(&self.scratch);
                     }
                     let computed = mask(crc32c::crc32c(&self.buf));
                     if computed != stored {
-                        return Err(self.error(start, SnappyError::ChecksumMismatch { stored, computed }));
+                        return Err(
+                            self.error(start, SnappyError::ChecksumMismatch { stored, computed })
+                        );
                     }
                     self.pos = 0;
                     self.chunk_start = start;
@@ -144,12 +171,15 @@ impl<'a> SnappyReader<'a> {
                     if length != 6 {
                         return Err(self.error(start, SnappyError::BadStreamIdentifier));
                     }
-                    self.input.read_into(&mut body, "Snappy stream identifier")?;
+                    self.input
+                        .read_into(&mut body, "Snappy stream identifier")?;
                     if STREAM_IDENTIFIER.get(4..) != Some(&body[..]) {
                         return Err(self.error(start, SnappyError::BadStreamIdentifier));
                     }
                 }
-                0x80..=0xfe => self.input.skip(u64::from(length), "skippable Snappy chunk")?,
+                0x80..=0xfe => self
+                    .input
+                    .skip(u64::from(length), "skippable Snappy chunk")?,
                 _ => return Err(self.error(start, SnappyError::ReservedChunkType { chunk_type })),
             }
         }
@@ -191,10 +221,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mask_matches_format_md_example() {
-        // FORMAT.md 10.7 quotes a masked CRC; here the definition itself is pinned.
+    fn mask_of_a_known_checksum() {
+        // CRC32C("123456789") = e3069283 (the standard check value); masked by hand:
+        // rotate right 15 = 2507c60d, + a282ead8 = c78ab0e5.
         let crc = crc32c::crc32c(b"123456789");
         assert_eq!(crc, 0xe306_9283);
-        assert_eq!(mask(crc), ((crc >> 15) | (crc << 17)).wrapping_add(0xa282_ead8));
+        assert_eq!(mask(crc), 0xc78a_b0e5);
+        assert_eq!(mask(0), 0xa282_ead8);
     }
 }

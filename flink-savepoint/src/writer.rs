@@ -1,45 +1,4 @@
-//! The savepoint writer.
-//!
-//! # Layout written (FORMAT.md section 9, the rules Flink enforces)
-//!
-//! ```text
-//! _metadata   4960672d ; i32 version (3, or 6 = default) ; i64 checkpointId 1 ; i32 0 master states
-//!             i32 1 operator:
-//!               [v6] UTF name ; UTF uid
-//!               OperatorID (16) ; i32 P ; i32 M ; 00 (no coordinator state) ; i32 P subtasks
-//!               per subtask i: i32 i ; i32 0 ; i32 0 (no operator state)
-//!                 07 KeyGroupsSavepointStateHandle: i32 start_i ; i32 n_i ; n_i × i64 offset
-//!                    StreamHandle: 06 UTF file ; i64 size   (or 01 UTF name ; i32 len ; bytes)
-//!                 00 (no raw keyed state) ; i32 0 ; i32 0 (no channel state)
-//!             [v6] the constant 745-byte CheckpointProperties blob of a 2.3.0 canonical savepoint
-//! stream i    proxy: i32 6 ; 00 (no compression) ; IntSerializerSnapshot ; i16 (1 + C) states:
-//!                    the header state, then chunk states 0..C-1, each with the exact reserved meta
-//!                    (C = the largest chunk count of subtask i's key groups)
-//!             per non-empty key group kg of [start_i, end_i], ascending, back to back:
-//!               0000 | key | i32 (h+4) i32 h header
-//!               0001 | key | i32 (c0+4) i32 c0 chunk 0 | 0002 | … | FFFF
-//!               key = prefix(kg) | 0x80 ‖ i32 kg ‖ 00   (prefix: 1 byte if M <= 128, else 2 BE)
-//! ```
-//!
-//! Subtask `i` holds exactly `computeKeyGroupRangeForOperatorIndex(M, P, i)`; key groups
-//! without a snapshot get offset 0 and no block. A stream of at most the inline threshold
-//! (Flink's `execution.checkpointing.data-inline-threshold`, default 20 KiB) is inlined in
-//! `_metadata`, as Flink's filesystem storage does; larger ones are relative files named
-//! `<operator id>-<i>-of-<P>`.
-//!
-//! # Atomicity and memory
-//!
-//! Each state file is written to a temporary name in the output directory, synced and
-//! renamed; `_metadata` is written last the same way and the directory synced. A crash
-//! leaves no `_metadata` (the directory does not parse as a savepoint) or the complete one.
-//! An existing `_metadata` is never overwritten ([`Error::AlreadyExists`]).
-//!
-//! The envelopes are copied verbatim (byte-identical), one chunk at a time: peak memory is
-//! one chunk as the source container returns it (at most 4 MiB), a 1 MiB write buffer, the
-//! headers of one subtask's key groups (at most 1056 bytes each, typically ~50) and 8 bytes
-//! of offset per key group; an inline stream is at most the inline threshold. Every
-//! envelope is validated on the way (header, chunk count and lengths, no surplus chunk,
-//! CRC32C), so an invalid snapshot is refused rather than written.
+//! The savepoint writer (the layout it writes is documented on [`write_savepoint`]).
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -63,7 +22,8 @@ pub const DEFAULT_INLINE_THRESHOLD: u64 = 20 * 1024;
 
 /// The constant `CheckpointProperties` trailer of a Flink 2.3.0 canonical savepoint
 /// (FORMAT.md 4.7 and Appendix A; SHA-256 `a0d92903…509d19cb`).
-const CHECKPOINT_PROPERTIES: &[u8] = include_bytes!("checkpoint-properties-canonical-savepoint.bin");
+const CHECKPOINT_PROPERTIES: &[u8] =
+    include_bytes!("checkpoint-properties-canonical-savepoint.bin");
 
 /// Write buffer of state files.
 const WRITE_BUFFER: usize = 1 << 20;
@@ -110,7 +70,8 @@ impl WriteOptions {
     /// [`Error::InvalidMaxParallelism`] unless `1 <= max_parallelism <= 32768`;
     /// [`Error::InvalidParallelism`] unless `1 <= parallelism <= max_parallelism`.
     pub fn new(uid: &str, max_parallelism: u32, parallelism: u32) -> Result<Self> {
-        let mut options = Self::for_operator_id(OperatorId::from_uid(uid), max_parallelism, parallelism)?;
+        let mut options =
+            Self::for_operator_id(OperatorId::from_uid(uid), max_parallelism, parallelism)?;
         options.uid = Some(uid.to_owned());
         Ok(options)
     }
@@ -119,7 +80,11 @@ impl WriteOptions {
     ///
     /// # Errors
     /// As [`new`](Self::new).
-    pub fn for_operator_id(operator_id: OperatorId, max_parallelism: u32, parallelism: u32) -> Result<Self> {
+    pub fn for_operator_id(
+        operator_id: OperatorId,
+        max_parallelism: u32,
+        parallelism: u32,
+    ) -> Result<Self> {
         if !(1..=MAX_MAX_PARALLELISM).contains(&max_parallelism) {
             return Err(Error::InvalidMaxParallelism {
                 found: i64::from(max_parallelism),
@@ -211,17 +176,63 @@ enum Written {
 }
 
 /// Writes a Flink 2.3.0 canonical savepoint of `source`'s key groups into the directory
-/// `out` (created if missing). See the [module docs](self) for the layout, atomicity and
-/// the memory bound.
+/// `out` (created if missing).
+///
+/// # Layout written (FORMAT.md section 9, the rules Flink enforces)
+///
+/// ```text
+/// _metadata   4960672d ; i32 version (3, or 6 = default) ; i64 checkpointId 1 ; i32 0 master states
+///             i32 1 operator:
+///               [v6] UTF name ; UTF uid
+///               OperatorID (16) ; i32 P ; i32 M ; 00 (no coordinator state) ; i32 P subtasks
+///               per subtask i: i32 i ; i32 0 ; i32 0 (no operator state)
+///                 07 KeyGroupsSavepointStateHandle: i32 start_i ; i32 n_i ; n_i × i64 offset
+///                    StreamHandle: 06 UTF file ; i64 size   (or 01 UTF name ; i32 len ; bytes)
+///                 00 (no raw keyed state) ; i32 0 ; i32 0 (no channel state)
+///             [v6] the constant 745-byte CheckpointProperties blob of a 2.3.0 canonical savepoint
+/// stream i    proxy: i32 6 ; 00 (no compression) ; IntSerializerSnapshot ; i16 (1 + C) states:
+///                    the header state, then chunk states 0..C-1, each with the exact reserved meta
+///                    (C = the largest chunk count of subtask i's key groups)
+///             per non-empty key group kg of [start_i, end_i], ascending, back to back:
+///               0000 | key | i32 (h+4) i32 h header
+///               0001 | key | i32 (c0+4) i32 c0 chunk 0 | 0002 | … | FFFF
+///               key = prefix(kg) | 0x80 ‖ i32 kg ‖ 00   (prefix: 1 byte if M <= 128, else 2 BE)
+/// ```
+///
+/// Subtask `i` holds exactly `computeKeyGroupRangeForOperatorIndex(M, P, i)`; key groups
+/// without a snapshot get offset 0 and no block. A stream of at most the inline threshold
+/// (Flink's `execution.checkpointing.data-inline-threshold`, default 20 KiB) is inlined in
+/// `_metadata`, as Flink's filesystem storage does; larger ones are relative files named
+/// `<operator id>-<i>-of-<P>`.
+///
+/// # Atomicity and memory
+///
+/// Each state file is written to a temporary name in the output directory, synced and
+/// renamed; `_metadata` is written last the same way and the directory synced. A crash
+/// leaves no `_metadata` (the directory does not parse as a savepoint) or the complete one.
+/// An existing `_metadata` is never overwritten ([`Error::AlreadyExists`]).
+///
+/// The envelopes are copied verbatim (byte-identical), one chunk at a time: peak memory is
+/// one chunk as the source container returns it (at most 4 MiB), a 1 MiB write buffer, the
+/// headers of one subtask's key groups (at most 1056 bytes each, typically ~50) and 8 bytes
+/// of offset per key group; an inline stream is at most the inline threshold. Every
+/// envelope is validated on the way (header, chunk count and lengths, no surplus chunk,
+/// CRC32C), so an invalid snapshot is refused rather than written.
 ///
 /// # Errors
 /// [`Error::AlreadyExists`] when `out/_metadata` exists; [`Error::KeyGroupOutOfRange`];
 /// [`Error::Envelope`] for an invalid envelope in the source; [`Error::Container`] for the
 /// source's errors; [`Error::Io`].
-pub fn write_savepoint<C: Container + ?Sized>(source: &C, out: &Path, options: &WriteOptions) -> Result<WriteSummary> {
+pub fn write_savepoint<C: Container + ?Sized>(
+    source: &C,
+    out: &Path,
+    options: &WriteOptions,
+) -> Result<WriteSummary> {
     let metadata_path = out.join(METADATA_FILE);
     if metadata_path.exists() {
-        return Err(Error::AlreadyExists { path: metadata_path });
+        return Err(Error::AlreadyExists {
+            path: metadata_path,
+        });
     }
     fs::create_dir_all(out).map_err(|e| io_err(out, e))?;
     let m = options.max_parallelism;
@@ -236,9 +247,24 @@ pub fn write_savepoint<C: Container + ?Sized>(source: &C, out: &Path, options: &
     let mut subtasks = Vec::with_capacity(options.parallelism as usize);
     for index in 0..options.parallelism {
         let (start, end) = key_group_range(m, options.parallelism, index);
-        let planned = plan(source, key_groups.iter().copied().filter(|kg| (start..=end).contains(kg)))?;
+        let planned = plan(
+            source,
+            key_groups
+                .iter()
+                .copied()
+                .filter(|kg| (start..=end).contains(kg)),
+        )?;
         let name = format!("{}-{index}-of-{}", options.operator_id, options.parallelism);
-        let (offsets, written) = write_subtask(source, out, &name, start, end, &planned, options, &mut summary)?;
+        let (offsets, written) = write_subtask(
+            source,
+            out,
+            &name,
+            start,
+            end,
+            &planned,
+            options,
+            &mut summary,
+        )?;
         subtasks.push((start, offsets, written));
         summary.key_groups += planned.len();
     }
@@ -254,7 +280,10 @@ pub fn write_savepoint<C: Container + ?Sized>(source: &C, out: &Path, options: &
 }
 
 /// Reads and validates the headers of a subtask's key groups.
-fn plan<C: Container + ?Sized>(source: &C, key_groups: impl Iterator<Item = u32>) -> Result<Vec<Planned>> {
+fn plan<C: Container + ?Sized>(
+    source: &C,
+    key_groups: impl Iterator<Item = u32>,
+) -> Result<Vec<Planned>> {
     let mut out = Vec::new();
     for key_group in key_groups {
         let header_bytes = source
@@ -268,7 +297,8 @@ fn plan<C: Container + ?Sized>(source: &C, key_groups: impl Iterator<Item = u32>
                 max: MAX_HEADER_LEN,
             });
         }
-        let header = decode_header(&header_bytes).map_err(|source| Error::Envelope { key_group, source })?;
+        let header =
+            decode_header(&header_bytes).map_err(|source| Error::Envelope { key_group, source })?;
         out.push(Planned {
             key_group,
             header_bytes,
@@ -287,7 +317,10 @@ fn block_len(prefix_bytes: u64, planned: &Planned) -> u64 {
     2 + entry(planned.header_bytes.len() as u64) + chunks
 }
 
-#[expect(clippy::too_many_arguments, reason = "one internal call site; the pieces of one subtask")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one internal call site; the pieces of one subtask"
+)]
 fn write_subtask<C: Container + ?Sized>(
     source: &C,
     out: &Path,
@@ -299,7 +332,11 @@ fn write_subtask<C: Container + ?Sized>(
     summary: &mut WriteSummary,
 ) -> Result<(Vec<i64>, Written)> {
     let prefix_bytes: u64 = if options.max_parallelism <= 128 { 1 } else { 2 };
-    let max_chunks = planned.iter().map(|p| p.header.chunk_count()).max().unwrap_or(0);
+    let max_chunks = planned
+        .iter()
+        .map(|p| p.header.chunk_count())
+        .max()
+        .unwrap_or(0);
     let proxy_len = proxy::written_len(max_chunks)?;
     let mut offsets = vec![0_i64; (end - start + 1) as usize];
     let mut pos = proxy_len;
@@ -337,13 +374,27 @@ fn write_subtask<C: Container + ?Sized>(
     let temp = temp_path(out, name);
     write_atomically(&temp, &target, |w| write_all(w, summary))?;
     summary.files.push(name.to_owned());
-    Ok((offsets, Written::File { name: name.to_owned(), size: total }))
+    Ok((
+        offsets,
+        Written::File {
+            name: name.to_owned(),
+            size: total,
+        },
+    ))
 }
 
 /// Writes one key group's block, copying the envelope verbatim and validating it.
-fn write_block<C: Container + ?Sized>(source: &C, w: &mut dyn Write, prefix_bytes: u64, p: &Planned) -> Result<()> {
+fn write_block<C: Container + ?Sized>(
+    source: &C,
+    w: &mut dyn Write,
+    prefix_bytes: u64,
+    p: &Planned,
+) -> Result<()> {
     let kg = p.key_group;
-    let envelope = |source| Error::Envelope { key_group: kg, source };
+    let envelope = |source| Error::Envelope {
+        key_group: kg,
+        source,
+    };
     let io = |e| Error::Io {
         path: PathBuf::new(),
         source: e,
@@ -358,7 +409,9 @@ fn write_block<C: Container + ?Sized>(source: &C, w: &mut dyn Write, prefix_byte
     key.extend_from_slice(&kg.to_be_bytes());
     key.push(0);
     let entry = |w: &mut dyn Write, value: &[u8]| -> Result<()> {
-        let inner = i32::try_from(value.len()).ok().filter(|&n| n <= i32::MAX - 4);
+        let inner = i32::try_from(value.len())
+            .ok()
+            .filter(|&n| n <= i32::MAX - 4);
         let inner = inner.ok_or(Error::TooLarge {
             key_group: kg,
             what: "state value",
@@ -375,9 +428,12 @@ fn write_block<C: Container + ?Sized>(source: &C, w: &mut dyn Write, prefix_byte
     let mut crc = 0_u32;
     let count = p.header.chunk_count();
     for index in 0..count {
-        let chunk = source
-            .get_chunk(kg, index)?
-            .ok_or_else(|| envelope(DecodeError::MissingChunk { index, chunk_count: count }))?;
+        let chunk = source.get_chunk(kg, index)?.ok_or_else(|| {
+            envelope(DecodeError::MissingChunk {
+                index,
+                chunk_count: count,
+            })
+        })?;
         let expected = p.header.chunk_len(index).unwrap_or(0);
         if chunk.len() != expected {
             return Err(envelope(DecodeError::ChunkLength {
@@ -395,7 +451,10 @@ fn write_block<C: Container + ?Sized>(source: &C, w: &mut dyn Write, prefix_byte
         entry(w, &chunk)?;
     }
     if source.get_chunk(kg, count)?.is_some() {
-        return Err(envelope(DecodeError::UnexpectedChunk { index: count, chunk_count: count }));
+        return Err(envelope(DecodeError::UnexpectedChunk {
+            index: count,
+            chunk_count: count,
+        }));
     }
     if crc != p.header.crc32c() {
         return Err(envelope(DecodeError::ChecksumMismatch {
@@ -406,7 +465,11 @@ fn write_block<C: Container + ?Sized>(source: &C, w: &mut dyn Write, prefix_byte
     w.write_all(&0xFFFF_u16.to_be_bytes()).map_err(io)
 }
 
-fn metadata_bytes(options: &WriteOptions, subtasks: &[(u32, Vec<i64>, Written)], out: &mut Vec<u8>) -> Result<()> {
+fn metadata_bytes(
+    options: &WriteOptions,
+    subtasks: &[(u32, Vec<i64>, Written)],
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let version: i32 = match options.metadata_version {
         MetadataVersion::V3 => 3,
         MetadataVersion::V6 => 6,
@@ -474,13 +537,17 @@ fn temp_path(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Writes `temp` with `fill`, syncs it and renames it to `target`; removes `temp` on failure.
-fn write_atomically(temp: &Path, target: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+fn write_atomically(
+    temp: &Path,
+    target: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
     let result = (|| -> Result<()> {
-        let file = File::create(temp).map_err(|e| io_err(temp, e))?;
-        let mut w = BufWriter::with_capacity(WRITE_BUFFER, file);
+        let created = File::create(temp).map_err(|e| io_err(temp, e))?;
+        let mut w = BufWriter::with_capacity(WRITE_BUFFER, created);
         fill(&mut w)?;
-        let file = w.into_inner().map_err(|e| io_err(temp, e.into_error()))?;
-        file.sync_all().map_err(|e| io_err(temp, e))?;
+        let written = w.into_inner().map_err(|e| io_err(temp, e.into_error()))?;
+        written.sync_all().map_err(|e| io_err(temp, e))?;
         fs::rename(temp, target).map_err(|e| io_err(target, e))
     })();
     if result.is_err() {
@@ -511,10 +578,25 @@ mod tests {
 
     #[test]
     fn options_validate_parallelism() {
-        assert!(matches!(WriteOptions::new("u", 0, 1), Err(Error::InvalidMaxParallelism { .. })));
-        assert!(matches!(WriteOptions::new("u", 32769, 1), Err(Error::InvalidMaxParallelism { .. })));
-        assert!(matches!(WriteOptions::new("u", 8, 9), Err(Error::InvalidParallelism { .. })));
-        assert!(matches!(WriteOptions::new("u", 8, 0), Err(Error::InvalidParallelism { .. })));
-        assert_eq!(WriteOptions::new("native-op", 8, 8).unwrap().operator_id, OperatorId::from_uid("native-op"));
+        assert!(matches!(
+            WriteOptions::new("u", 0, 1),
+            Err(Error::InvalidMaxParallelism { .. })
+        ));
+        assert!(matches!(
+            WriteOptions::new("u", 32769, 1),
+            Err(Error::InvalidMaxParallelism { .. })
+        ));
+        assert!(matches!(
+            WriteOptions::new("u", 8, 9),
+            Err(Error::InvalidParallelism { .. })
+        ));
+        assert!(matches!(
+            WriteOptions::new("u", 8, 0),
+            Err(Error::InvalidParallelism { .. })
+        ));
+        assert_eq!(
+            WriteOptions::new("native-op", 8, 8).unwrap().operator_id,
+            OperatorId::from_uid("native-op")
+        );
     }
 }

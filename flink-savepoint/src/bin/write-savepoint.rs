@@ -43,7 +43,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut manifest = true;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
+        };
         match flag.as_str() {
             "--from" => from = Some(PathBuf::from(value()?)),
             "--uid" => uid = Some(value()?),
@@ -75,7 +78,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let p = parallelism.ok_or_else(|| missing("--parallelism"))?;
     let (mut options, selector) = match (uid, id) {
         (Some(uid), None) => (WriteOptions::new(&uid, m, p)?, OperatorSelector::Uid(uid)),
-        (None, Some(id)) => (WriteOptions::for_operator_id(id, m, p)?, OperatorSelector::Id(id)),
+        (None, Some(id)) => (
+            WriteOptions::for_operator_id(id, m, p)?,
+            OperatorSelector::Id(id),
+        ),
         _ => return Err(format!("exactly one of --uid and --operator-id\n{USAGE}").into()),
     };
     options = options.with_metadata_version(version);
@@ -109,7 +115,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let json = manifest_json(&reader, uid)?;
         let path = out.join("manifest.json");
         std::fs::write(&path, serde_json::to_string_pretty(&json)?)?;
-        println!("read back {} key groups; wrote {}", reader.key_group_count(), path.display());
+        println!(
+            "read back {} key groups; wrote {}",
+            reader.key_group_count(),
+            path.display()
+        );
     }
     Ok(())
 }

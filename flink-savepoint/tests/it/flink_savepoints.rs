@@ -23,17 +23,25 @@ fn flink_savepoints_match_their_manifests() {
         let uid = op["uid"].as_str().expect("operator.uid");
         let max_parallelism = u32::try_from(op["max_parallelism"].as_u64().unwrap()).unwrap();
         let options = ReadOptions::default().with_max_parallelism(max_parallelism);
-        let reader = SavepointReader::open_with(&dir, &OperatorSelector::Uid(uid.to_owned()), &options)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let reader =
+            SavepointReader::open_with(&dir, &OperatorSelector::Uid(uid.to_owned()), &options)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
         if let Some(id) = op["operator_id_hex"].as_str() {
             assert_eq!(reader.operator().id.to_string(), id, "{name}: operator id");
             // The raw id selects the same operator (and the _metadata file itself is accepted).
-            let by_id = SavepointReader::open(dir.join("_metadata"), &OperatorSelector::Id(OperatorId::from_hex(id).unwrap()))
-                .unwrap_or_else(|e| panic!("{name}: by id: {e}"));
+            let by_id = SavepointReader::open(
+                dir.join("_metadata"),
+                &OperatorSelector::Id(OperatorId::from_hex(id).unwrap()),
+            )
+            .unwrap_or_else(|e| panic!("{name}: by id: {e}"));
             assert_eq!(by_id.key_group_count(), reader.key_group_count(), "{name}");
         }
         if let Some(p) = op["parallelism"].as_i64() {
-            assert_eq!(i64::from(reader.operator().parallelism), p, "{name}: parallelism");
+            assert_eq!(
+                i64::from(reader.operator().parallelism),
+                p,
+                "{name}: parallelism"
+            );
         }
         let expected = manifest["key_groups"].as_array().expect("key_groups");
         let want: BTreeSet<u32> = expected
@@ -46,7 +54,11 @@ fn flink_savepoints_match_their_manifests() {
         for k in expected {
             let kg = u32::try_from(k["key_group"].as_u64().unwrap()).unwrap();
             let header = reader.header_bytes(kg).unwrap();
-            assert_eq!(hex(header), k["header_hex"].as_str().unwrap(), "{name} kg {kg}: header bytes");
+            assert_eq!(
+                hex(header),
+                k["header_hex"].as_str().unwrap(),
+                "{name} kg {kg}: header bytes"
+            );
             let mut sha = Sha256::new();
             let mut len = 0_u64;
             let sfcs_op = k["operator_id"].as_str();
@@ -57,8 +69,16 @@ fn flink_savepoints_match_their_manifests() {
                 })
                 .unwrap_or_else(|e| panic!("{name} kg {kg}: {e}"))
                 .unwrap();
-            assert_eq!(hex(&sha.finalize()), k["sha256"].as_str().unwrap(), "{name} kg {kg}: payload SHA-256");
-            assert_eq!(u64::from(h.chunk_count()), k["chunk_count"].as_u64().unwrap(), "{name} kg {kg}");
+            assert_eq!(
+                hex(&sha.finalize()),
+                k["sha256"].as_str().unwrap(),
+                "{name} kg {kg}: payload SHA-256"
+            );
+            assert_eq!(
+                u64::from(h.chunk_count()),
+                k["chunk_count"].as_u64().unwrap(),
+                "{name} kg {kg}"
+            );
             if let Some(n) = k["payload_length"].as_u64() {
                 assert_eq!(len, n, "{name} kg {kg}: payload length");
             }
@@ -77,14 +97,18 @@ fn flink_savepoints_match_their_manifests() {
 fn flink_savepoints_through_the_container_trait() {
     for dir in sample_dirs() {
         let manifest: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
+                .unwrap();
         let uid = manifest["operator"]["uid"].as_str().unwrap().to_owned();
         let reader = SavepointReader::open(&dir, &OperatorSelector::Uid(uid)).unwrap();
         for k in manifest["key_groups"].as_array().unwrap() {
             let kg = u32::try_from(k["key_group"].as_u64().unwrap()).unwrap();
             let op = k["operator_id"].as_str().unwrap();
             let (_, payload) = sfcs_format::read_envelope(&reader, kg, op).unwrap();
-            assert_eq!(crate::util::sha256_hex(&payload), k["sha256"].as_str().unwrap());
+            assert_eq!(
+                crate::util::sha256_hex(&payload),
+                k["sha256"].as_str().unwrap()
+            );
         }
     }
 }

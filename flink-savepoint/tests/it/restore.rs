@@ -8,7 +8,9 @@ use flink_savepoint::{OperatorSelector, SavepointReader, WriteOptions, write_sav
 use keygroup::{MaxParallelism, Parallelism};
 use memory_store::MemoryStore;
 use sfcs_format::MemoryContainer;
-use state_api::{I64Codec, KeyedStateStore, KeyedTable, MemoryPool, StoreConfig, UnboundedMemoryPool};
+use state_api::{
+    I64Codec, KeyedStateStore, KeyedTable, MemoryPool, StoreConfig, UnboundedMemoryPool,
+};
 
 const KEYS: i32 = 600;
 
@@ -24,21 +26,30 @@ fn restore_canonical_snapshot_from_a_written_savepoint_at_another_parallelism() 
     let config = StoreConfig::for_subtask(mp, Parallelism::new(1).unwrap(), 0).unwrap();
     let mut store = MemoryStore::new(config);
     let mut counts = store.open_table("counts", I64Codec, None).unwrap();
-    let keys: Vec<(keygroup::KeyGroup, Vec<u8>)> =
-        (0..KEYS).map(|i| (mp.key_group(i % 256).unwrap(), key(i))).collect();
-    let refs: Vec<(keygroup::KeyGroup, &[u8])> = keys.iter().map(|(kg, k)| (*kg, k.as_slice())).collect();
+    let keys: Vec<(keygroup::KeyGroup, Vec<u8>)> = (0..KEYS)
+        .map(|i| (mp.key_group(i % 256).unwrap(), key(i)))
+        .collect();
+    let refs: Vec<(keygroup::KeyGroup, &[u8])> =
+        keys.iter().map(|(kg, k)| (*kg, k.as_slice())).collect();
     counts.begin_bundle(&refs).unwrap();
     for (i, (kg, k)) in (0..).zip(&keys) {
         counts.put(*kg, k, i64::from(i) * 7).unwrap();
     }
     counts.commit_bundle().unwrap();
     let mut container = MemoryContainer::new();
-    state_api::write_canonical_snapshot("group aggregate", None, &[&counts], &mut container, &pool).unwrap();
+    state_api::write_canonical_snapshot("group aggregate", None, &[&counts], &mut container, &pool)
+        .unwrap();
 
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sp");
-    write_savepoint(&container, &out, &WriteOptions::new("native-op", 256, 2).unwrap()).unwrap();
-    let savepoint = SavepointReader::open(&out, &OperatorSelector::Uid("native-op".into())).unwrap();
+    write_savepoint(
+        &container,
+        &out,
+        &WriteOptions::new("native-op", 256, 2).unwrap(),
+    )
+    .unwrap();
+    let savepoint =
+        SavepointReader::open(&out, &OperatorSelector::Uid("native-op".into())).unwrap();
 
     // Restore at parallelism 3: each subtask reads its own key-group range from the savepoint.
     let mut restored_rows = 0;
@@ -47,13 +58,27 @@ fn restore_canonical_snapshot_from_a_written_savepoint_at_another_parallelism() 
         let range = config.key_groups();
         let mut store = MemoryStore::new(config);
         let mut table = store.open_table("counts", I64Codec, None).unwrap();
-        let summary = state_api::restore_canonical_snapshot("group aggregate", &[&savepoint], &mut [&mut table], &pool).unwrap();
+        let summary = state_api::restore_canonical_snapshot(
+            "group aggregate",
+            &[&savepoint],
+            &mut [&mut table],
+            &pool,
+        )
+        .unwrap();
         restored_rows += summary.rows;
-        let mine: Vec<(keygroup::KeyGroup, &[u8])> = refs.iter().copied().filter(|(kg, _)| range.contains(*kg)).collect();
+        let mine: Vec<(keygroup::KeyGroup, &[u8])> = refs
+            .iter()
+            .copied()
+            .filter(|(kg, _)| range.contains(*kg))
+            .collect();
         table.begin_bundle(&mine).unwrap();
         for (i, (kg, k)) in (0..).zip(&keys) {
             if range.contains(*kg) {
-                assert_eq!(table.get(*kg, k).unwrap().copied(), Some(i64::from(i) * 7), "key {i}");
+                assert_eq!(
+                    table.get(*kg, k).unwrap().copied(),
+                    Some(i64::from(i) * 7),
+                    "key {i}"
+                );
             }
         }
         table.commit_bundle().unwrap();
@@ -65,6 +90,9 @@ fn restore_canonical_snapshot_from_a_written_savepoint_at_another_parallelism() 
     let config = StoreConfig::for_subtask(mp, Parallelism::new(1).unwrap(), 0).unwrap();
     let mut store = MemoryStore::new(config);
     let mut table = store.open_table("counts", I64Codec, None).unwrap();
-    assert!(state_api::restore_canonical_snapshot("top-n", &[&savepoint], &mut [&mut table], &pool).is_err());
+    assert!(
+        state_api::restore_canonical_snapshot("top-n", &[&savepoint], &mut [&mut table], &pool)
+            .is_err()
+    );
     assert_eq!(table.len(), 0);
 }

@@ -31,9 +31,23 @@ fn mutate(rng: &mut StdRng, bytes: &mut Vec<u8>) {
         }
         _ => {
             // An interesting 4-byte big-endian integer over a length or count field.
-            let v: i32 = *[0, 1, -1, i32::MAX, i32::MIN, 0x7fff, 0x8000, 0xffff, 4, 5, 6, 7, 12]
-                .get(rng.random_range(0..13))
-                .unwrap();
+            let v: i32 = *[
+                0,
+                1,
+                -1,
+                i32::MAX,
+                i32::MIN,
+                0x7fff,
+                0x8000,
+                0xffff,
+                4,
+                5,
+                6,
+                7,
+                12,
+            ]
+            .get(rng.random_range(0..13))
+            .unwrap();
             for (i, b) in v.to_be_bytes().into_iter().enumerate() {
                 if let Some(slot) = bytes.get_mut(at + i) {
                     *slot = b;
@@ -51,7 +65,10 @@ fn exercise(dir: &Path, uid: &str) {
     let _ = reader.verify(None);
     for kg in reader.key_group_ids().collect::<Vec<_>>() {
         let _ = sfcs_format::read_envelope(&reader, kg, "x");
-        for i in 0..reader.header(kg).map_or(0, sfcs_format::Header::chunk_count) {
+        for i in 0..reader
+            .header(kg)
+            .map_or(0, sfcs_format::Header::chunk_count)
+        {
             let _ = reader.read_chunk(kg, i);
         }
     }
@@ -82,18 +99,36 @@ fn fuzz_sample(sample: &str, uid: &str, files: &[&str], rounds: usize, seed: u64
     }
     // The mutations must mostly be caught: a reader that accepted everything would pass the
     // no-panic half of this test trivially.
-    assert!(outcomes[0] > outcomes[1], "{sample}: {outcomes:?} (refused, accepted)");
-    println!("{sample}: {} mutations refused with a typed error, {} still valid", outcomes[0], outcomes[1]);
+    assert!(
+        outcomes[0] > outcomes[1],
+        "{sample}: {outcomes:?} (refused, accepted)"
+    );
+    println!(
+        "{sample}: {} mutations refused with a typed error, {} still valid",
+        outcomes[0], outcomes[1]
+    );
 }
 
 #[test]
 fn mutated_inline_heap_savepoint_never_panics() {
-    fuzz_sample("p1-hashmap-inline-mp128", "native-op", &["_metadata"], 600, 1);
+    fuzz_sample(
+        "p1-hashmap-inline-mp128",
+        "native-op",
+        &["_metadata"],
+        600,
+        1,
+    );
 }
 
 #[test]
 fn mutated_inline_rocksdb_timers_savepoint_never_panics() {
-    fuzz_sample("p2-rocksdb-inline-mp128-timers-otherops", "native-op", &["_metadata"], 600, 2);
+    fuzz_sample(
+        "p2-rocksdb-inline-mp128-timers-otherops",
+        "native-op",
+        &["_metadata"],
+        600,
+        2,
+    );
 }
 
 #[test]
@@ -112,7 +147,11 @@ fn mutated_file_savepoints_never_panic() {
     fuzz_sample(
         "p3-hashmap-files-mp4096-snappy",
         "native-op",
-        &["_metadata", "e58a7d53-afe6-4bf3-8206-a2ba9bb1b997", "3de6f90c-2bdc-4a2e-a0b0-a8d3d410dcba"],
+        &[
+            "_metadata",
+            "e58a7d53-afe6-4bf3-8206-a2ba9bb1b997",
+            "3de6f90c-2bdc-4a2e-a0b0-a8d3d410dcba",
+        ],
         300,
         4,
     );

@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 
 use flink_savepoint::{
-    Error, MetadataVersion, OperatorSelector, SavepointReader, WriteOptions, key_group_range, write_savepoint,
+    Error, MetadataVersion, OperatorSelector, SavepointReader, WriteOptions, key_group_range,
+    write_savepoint,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -18,7 +19,9 @@ pub(crate) fn extract(reader: &SavepointReader) -> MemoryContainer {
     for kg in reader.key_groups().unwrap() {
         let header = reader.get_header(kg).unwrap().unwrap().into_owned();
         let count = reader.header(kg).unwrap().chunk_count();
-        let chunks: Vec<Vec<u8>> = (0..count).map(|i| reader.get_chunk(kg, i).unwrap().unwrap().into_owned()).collect();
+        let chunks: Vec<Vec<u8>> = (0..count)
+            .map(|i| reader.get_chunk(kg, i).unwrap().unwrap().into_owned())
+            .collect();
         let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
         out.put_key_group(kg, &header, &refs).unwrap();
     }
@@ -30,7 +33,11 @@ pub(crate) fn assert_same(a: &dyn Container, b: &dyn Container) {
     let kgs = a.key_groups().unwrap();
     assert_eq!(kgs, b.key_groups().unwrap());
     for kg in kgs {
-        assert_eq!(a.get_header(kg).unwrap(), b.get_header(kg).unwrap(), "kg {kg} header");
+        assert_eq!(
+            a.get_header(kg).unwrap(),
+            b.get_header(kg).unwrap(),
+            "kg {kg} header"
+        );
         for i in 0.. {
             let (x, y) = (a.get_chunk(kg, i).unwrap(), b.get_chunk(kg, i).unwrap());
             assert_eq!(x, y, "kg {kg} chunk {i}");
@@ -42,7 +49,8 @@ pub(crate) fn assert_same(a: &dyn Container, b: &dyn Container) {
 }
 
 fn uid_of(dir: &std::path::Path) -> String {
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     m["operator"]["uid"].as_str().unwrap().to_owned()
 }
 
@@ -54,10 +62,20 @@ fn every_sample_relaid_at_other_parallelisms_reads_back_identically() {
         let reader = SavepointReader::open(&dir, &OperatorSelector::Uid(uid.clone())).unwrap();
         let source = extract(&reader);
         let m = reader.operator().max_parallelism;
-        for (p, version, threshold) in [(1, MetadataVersion::V6, 0), (3, MetadataVersion::V3, 20 * 1024), (7, MetadataVersion::V6, u64::MAX)] {
+        for (p, version, threshold) in [
+            (1, MetadataVersion::V6, 0),
+            (3, MetadataVersion::V3, 20 * 1024),
+            (7, MetadataVersion::V6, u64::MAX),
+        ] {
             let p = p.min(m);
-            let out = tmp.path().join(format!("{}-{p}-{threshold}", dir.file_name().unwrap().to_string_lossy()));
-            let options = WriteOptions::new(&uid, m, p).unwrap().with_metadata_version(version).with_inline_threshold(threshold);
+            let out = tmp.path().join(format!(
+                "{}-{p}-{threshold}",
+                dir.file_name().unwrap().to_string_lossy()
+            ));
+            let options = WriteOptions::new(&uid, m, p)
+                .unwrap()
+                .with_metadata_version(version)
+                .with_inline_threshold(threshold);
             let summary = write_savepoint(&source, &out, &options).unwrap();
             assert_eq!(summary.key_groups, reader.key_group_count());
             let back = SavepointReader::open(&out, &OperatorSelector::Uid(uid.clone())).unwrap();
@@ -67,7 +85,10 @@ fn every_sample_relaid_at_other_parallelisms_reads_back_identically() {
             for kg in back.key_group_ids() {
                 let subtask = u32::try_from(back.subtask_of(kg).unwrap()).unwrap();
                 let (start, end) = key_group_range(m, p, subtask);
-                assert!((start..=end).contains(&kg), "kg {kg} in subtask {subtask}'s range");
+                assert!(
+                    (start..=end).contains(&kg),
+                    "kg {kg} in subtask {subtask}'s range"
+                );
             }
         }
     }
@@ -90,13 +111,21 @@ fn random_snapshots_round_trip() {
             };
             let mut payload = vec![0_u8; len];
             rng.fill(&mut payload[..]);
-            let deadline = rng.random_bool(0.5).then(|| rng.random_range(-100..i64::MAX));
+            let deadline = rng
+                .random_bool(0.5)
+                .then(|| rng.random_range(-100..i64::MAX));
             sfcs_format::write_envelope(&mut source, kg, "op-\u{e9}", deadline, &payload).unwrap();
         }
         let p = rng.random_range(1..=m.min(5));
         let out = tmp.path().join(format!("case-{case}"));
-        write_savepoint(&source, &out, &WriteOptions::new("uid-\u{1F600}", m, p).unwrap()).unwrap();
-        let back = SavepointReader::open(&out, &OperatorSelector::Uid("uid-\u{1F600}".into())).unwrap();
+        write_savepoint(
+            &source,
+            &out,
+            &WriteOptions::new("uid-\u{1F600}", m, p).unwrap(),
+        )
+        .unwrap();
+        let back =
+            SavepointReader::open(&out, &OperatorSelector::Uid("uid-\u{1F600}".into())).unwrap();
         assert_eq!(back.operator().uid.as_deref(), Some("uid-\u{1F600}"));
         back.verify(Some("op-\u{e9}")).unwrap();
         assert_same(&source, &back);
@@ -114,7 +143,11 @@ fn refuses_to_overwrite_a_savepoint() {
     assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
 }
 
+/// A damaged source, and the check its error must pass.
+type Case = (&'static str, MemoryContainer, fn(&Error) -> bool);
+
 #[test]
+#[expect(clippy::too_many_lines, reason = "one table of cases")]
 fn invalid_sources_are_refused_and_leave_no_savepoint() {
     let tmp = tempfile::tempdir().unwrap();
     let options = WriteOptions::new("u", 8, 2).unwrap();
@@ -124,26 +157,104 @@ fn invalid_sources_are_refused_and_leave_no_savepoint() {
         sfcs_format::write_envelope(&mut c, 6, "op", None, &vec![7; 30_000]).unwrap();
         c
     };
-    let cases: Vec<(&str, MemoryContainer, fn(&Error) -> bool)> = vec![
-        ("kg out of range", { let mut c = good.clone(); sfcs_format::write_envelope(&mut c, 8, "op", None, b"x").unwrap(); c },
-            |e| matches!(e, Error::KeyGroupOutOfRange { key_group: 8, .. })),
-        ("bad crc", { let mut c = good.clone(); c.set_chunk_raw(6, 0, Some(vec![8; 30_000])); c },
-            |e| matches!(e, Error::Envelope { key_group: 6, source: sfcs_format::DecodeError::ChecksumMismatch { .. } })),
-        ("missing chunk", { let mut c = good.clone(); c.set_chunk_raw(6, 0, None); c },
-            |e| matches!(e, Error::Envelope { source: sfcs_format::DecodeError::MissingChunk { .. }, .. })),
-        ("surplus chunk", { let mut c = good.clone(); c.set_chunk_raw(1, 1, Some(vec![1])); c },
-            |e| matches!(e, Error::Envelope { source: sfcs_format::DecodeError::UnexpectedChunk { .. }, .. })),
-        ("bad header", { let mut c = good.clone(); c.set_header_raw(1, b"SFCX".to_vec()); c },
-            |e| matches!(e, Error::Envelope { source: sfcs_format::DecodeError::BadMagic { .. }, .. })),
+    let cases: Vec<Case> = vec![
+        (
+            "kg out of range",
+            {
+                let mut c = good.clone();
+                sfcs_format::write_envelope(&mut c, 8, "op", None, b"x").unwrap();
+                c
+            },
+            |e| matches!(e, Error::KeyGroupOutOfRange { key_group: 8, .. }),
+        ),
+        (
+            "bad crc",
+            {
+                let mut c = good.clone();
+                c.set_chunk_raw(6, 0, Some(vec![8; 30_000]));
+                c
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::Envelope {
+                        key_group: 6,
+                        source: sfcs_format::DecodeError::ChecksumMismatch { .. }
+                    }
+                )
+            },
+        ),
+        (
+            "missing chunk",
+            {
+                let mut c = good.clone();
+                c.set_chunk_raw(6, 0, None);
+                c
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::Envelope {
+                        source: sfcs_format::DecodeError::MissingChunk { .. },
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            "surplus chunk",
+            {
+                let mut c = good.clone();
+                c.set_chunk_raw(1, 1, Some(vec![1]));
+                c
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::Envelope {
+                        source: sfcs_format::DecodeError::UnexpectedChunk { .. },
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            "bad header",
+            {
+                let mut c = good.clone();
+                c.set_header_raw(1, b"SFCX".to_vec());
+                c
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::Envelope {
+                        source: sfcs_format::DecodeError::BadMagic { .. },
+                        ..
+                    }
+                )
+            },
+        ),
     ];
     for (what, source, check) in cases {
         let out = tmp.path().join(what);
-        let err = write_savepoint(&source, &out, &options.clone().with_inline_threshold(0)).unwrap_err();
+        let err =
+            write_savepoint(&source, &out, &options.clone().with_inline_threshold(0)).unwrap_err();
         assert!(check(&err), "{what}: {err:?}");
-        assert!(!out.join("_metadata").exists(), "{what}: no _metadata after a failed write");
-        let temps: Vec<_> = std::fs::read_dir(&out).unwrap().filter(|e| {
-            e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".tmp-")
-        }).collect();
+        assert!(
+            !out.join("_metadata").exists(),
+            "{what}: no _metadata after a failed write"
+        );
+        let temps: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".tmp-")
+            })
+            .collect();
         assert!(temps.is_empty(), "{what}: temporary files left");
     }
 }
@@ -153,23 +264,39 @@ fn invalid_sources_are_refused_and_leave_no_savepoint() {
 fn a_failing_source_mid_write_leaves_no_metadata() {
     struct Failing(MemoryContainer);
     impl Container for Failing {
-        fn put_key_group(&mut self, kg: u32, h: &[u8], c: &[&[u8]]) -> sfcs_format::Result<()> { self.0.put_key_group(kg, h, c) }
-        fn get_header(&self, kg: u32) -> sfcs_format::Result<Option<Cow<'_, [u8]>>> { self.0.get_header(kg) }
+        fn put_key_group(&mut self, kg: u32, h: &[u8], c: &[&[u8]]) -> sfcs_format::Result<()> {
+            self.0.put_key_group(kg, h, c)
+        }
+        fn get_header(&self, kg: u32) -> sfcs_format::Result<Option<Cow<'_, [u8]>>> {
+            self.0.get_header(kg)
+        }
         fn get_chunk(&self, kg: u32, i: u32) -> sfcs_format::Result<Option<Cow<'_, [u8]>>> {
             if kg == 5 {
-                return Err(sfcs_format::Error::Io { path: "x".into(), source: std::io::Error::other("disk gone") });
+                return Err(sfcs_format::Error::Io {
+                    path: "x".into(),
+                    source: std::io::Error::other("disk gone"),
+                });
             }
             self.0.get_chunk(kg, i)
         }
-        fn key_groups(&self) -> sfcs_format::Result<Vec<u32>> { self.0.key_groups() }
-        fn remove_key_group(&mut self, kg: u32) -> sfcs_format::Result<()> { self.0.remove_key_group(kg) }
+        fn key_groups(&self) -> sfcs_format::Result<Vec<u32>> {
+            self.0.key_groups()
+        }
+        fn remove_key_group(&mut self, kg: u32) -> sfcs_format::Result<()> {
+            self.0.remove_key_group(kg)
+        }
     }
     let mut inner = MemoryContainer::new();
     for kg in [0, 5] {
         sfcs_format::write_envelope(&mut inner, kg, "op", None, &vec![1; 50_000]).unwrap();
     }
     let tmp = tempfile::tempdir().unwrap();
-    let err = write_savepoint(&Failing(inner), tmp.path(), &WriteOptions::new("u", 8, 1).unwrap()).unwrap_err();
+    let err = write_savepoint(
+        &Failing(inner),
+        tmp.path(),
+        &WriteOptions::new("u", 8, 1).unwrap(),
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::Container(_)), "{err:?}");
     assert!(!tmp.path().join("_metadata").exists());
     assert!(SavepointReader::open(tmp.path(), &OperatorSelector::Uid("u".into())).is_err());
@@ -178,11 +305,20 @@ fn a_failing_source_mid_write_leaves_no_metadata() {
 #[test]
 fn the_reader_is_read_only() {
     let dir = committed_sample("p1-hashmap-inline-mp128");
-    let mut reader = SavepointReader::open(&dir, &OperatorSelector::Uid("native-op".into())).unwrap();
-    for err in [reader.put_key_group(0, b"h", &[]).unwrap_err(), reader.remove_key_group(0).unwrap_err()] {
-        let sfcs_format::Error::Io { source, .. } = &err else { panic!("{err:?}") };
+    let mut reader =
+        SavepointReader::open(&dir, &OperatorSelector::Uid("native-op".into())).unwrap();
+    for err in [
+        reader.put_key_group(0, b"h", &[]).unwrap_err(),
+        reader.remove_key_group(0).unwrap_err(),
+    ] {
+        let sfcs_format::Error::Io { source, .. } = &err else {
+            panic!("{err:?}")
+        };
         assert_eq!(source.kind(), std::io::ErrorKind::ReadOnlyFilesystem);
-        let inner = source.get_ref().and_then(|e| e.downcast_ref::<Error>()).unwrap();
+        let inner = source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<Error>())
+            .unwrap();
         assert!(matches!(inner, Error::ReadOnly { .. }));
     }
 }
@@ -210,13 +346,42 @@ fn damaged_written_savepoints_give_typed_errors() {
     std::fs::write(&file, &flipped).unwrap();
     let reader = SavepointReader::open(&out, &sel).unwrap();
     let err = reader.verify(None).unwrap_err();
-    assert!(matches!(err, Error::Envelope { key_group: 3, source: sfcs_format::DecodeError::ChecksumMismatch { .. } }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Envelope {
+                key_group: 3,
+                source: sfcs_format::DecodeError::ChecksumMismatch { .. }
+            }
+        ),
+        "{err}"
+    );
     let err = sfcs_format::read_envelope(&reader, 3, "op").unwrap_err();
-    assert!(matches!(err.decode_error(), Some(sfcs_format::DecodeError::ChecksumMismatch { .. })), "{err}");
+    assert!(
+        matches!(
+            err.decode_error(),
+            Some(sfcs_format::DecodeError::ChecksumMismatch { .. })
+        ),
+        "{err}"
+    );
     std::fs::write(&file, &bytes).unwrap();
 
-    let err = SavepointReader::open_with(&out, &sel, &flink_savepoint::ReadOptions::default().with_max_parallelism(128)).unwrap_err();
-    assert!(matches!(err, Error::MaxParallelismMismatch { expected: 128, found: 256 }), "{err}");
+    let err = SavepointReader::open_with(
+        &out,
+        &sel,
+        &flink_savepoint::ReadOptions::default().with_max_parallelism(128),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::MaxParallelismMismatch {
+                expected: 128,
+                found: 256
+            }
+        ),
+        "{err}"
+    );
     let err = SavepointReader::open(&out, &OperatorSelector::Uid("v".into())).unwrap_err();
     assert!(matches!(err, Error::OperatorNotFound { .. }), "{err}");
 
