@@ -43,7 +43,7 @@ fn check_all(dirs: &[std::path::PathBuf]) {
         let max_parallelism = u32::try_from(op["max_parallelism"].as_u64().unwrap()).unwrap();
         let options = ReadOptions::default().with_max_parallelism(max_parallelism);
         let reader =
-            SavepointReader::open_with(&dir, &OperatorSelector::Uid(uid.to_owned()), &options)
+            SavepointReader::open_with(dir, &OperatorSelector::Uid(uid.to_owned()), &options)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         if let Some(id) = op["operator_id_hex"].as_str() {
             assert_eq!(reader.operator().id.to_string(), id, "{name}: operator id");
