@@ -1,0 +1,7 @@
+//! Integration tests of flink-savepoint (one test binary; one theme per module).
+
+mod flink_savepoints;
+mod restore;
+mod robustness;
+mod roundtrip;
+mod util;
