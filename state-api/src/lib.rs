@@ -102,6 +102,7 @@ mod error;
 mod map;
 mod memory;
 mod registry;
+mod row;
 mod snapshot;
 mod table;
 mod timer;
@@ -121,6 +122,7 @@ pub use map::{
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use registry::TableRegistry;
+pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
