@@ -1,0 +1,45 @@
+//! Flink SQL's stateful operators as state machines over the `state-api` traits.
+//!
+//! Each operator takes changelog bundles ([`ChangelogBatch`]: an Arrow record batch plus a
+//! Flink [`RowKind`] per row), keeps its state in tables of any backend that implements
+//! [`state_api::KeyedStateStore`] + [`state_api::MapStateStore`], and emits the changelog
+//! Flink 2.3.0 emits for the same input. No SQL parsing: an operator is configured by a
+//! spec a planner would hand it.
+//!
+//! - [`GroupAggregate`]: non-windowed GROUP BY (`GroupAggFunction`; mini-batch
+//!   local-global and one-phase).
+//! - [`Top1`]: `ROW_NUMBER() = 1` on insert-only input (`AppendFastStrategy`).
+//! - [`InnerJoin`]: regular INNER equi-join on record state (`StreamingJoinOperator`,
+//!   both sides without a unique key).
+//!
+//! Keys are Flink `BinaryRowData` rows of the key columns in the key groups Flink's SQL key
+//! selector assigns ([`KeyEncoder`]); every operator snapshots into canonical sections and
+//! restores from them at any parallelism. The crate README lists exactly which Flink SQL
+//! shapes each operator reproduces.
+//!
+//! # Features
+//!
+//! None.
+
+#![forbid(unsafe_code)]
+#![deny(clippy::unwrap_used, clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
+
+mod changelog;
+mod error;
+mod group_agg;
+mod key;
+mod order_key;
+mod spec;
+mod value;
+
+pub use changelog::{
+    ChangelogBatch, is_accumulate, kinds_from_bytes, parse_row_kind, schema_of, short_string,
+};
+pub use error::{Error, Result};
+pub use group_agg::{GROUP_AGG_STATE_VERSION, GroupAggregate};
+pub use key::{KeyEncoder, RecordEncoder, logical_type_of};
+pub use keygroup::RowKind;
+pub use spec::{
+    AggCall, AggFunction, ChangelogMode, GroupAggSpec, JoinSpec, MiniBatch, SortColumn, Top1Spec,
+};
