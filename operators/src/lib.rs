@@ -26,20 +26,26 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 mod changelog;
+mod condition;
 mod error;
 mod group_agg;
+mod join;
 mod key;
 mod order_key;
 mod spec;
+mod top1;
 mod value;
 
 pub use changelog::{
     ChangelogBatch, is_accumulate, kinds_from_bytes, parse_row_kind, schema_of, short_string,
 };
+pub use condition::{JoinCondition, JoinSide};
 pub use error::{Error, Result};
 pub use group_agg::{GROUP_AGG_STATE_VERSION, GroupAggregate};
+pub use join::{DEFAULT_PROBE_CACHE_BYTES, InnerJoin, JOIN_STATE_VERSION};
 pub use key::{KeyEncoder, RecordEncoder, logical_type_of};
 pub use keygroup::RowKind;
 pub use spec::{
     AggCall, AggFunction, ChangelogMode, GroupAggSpec, JoinSpec, MiniBatch, SortColumn, Top1Spec,
 };
+pub use top1::{DEFAULT_WINNER_CACHE_BYTES, TOP1_STATE_VERSION, Top1};
