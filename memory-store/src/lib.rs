@@ -1,7 +1,8 @@
 //! The in-memory keyed-state backend.
 //!
 //! Implements the `state-api` traits with decoded values kept in one hash map per key group:
-//! [`MemoryStore`] opens [`MemoryKeyedTable`]s; both canonical snapshots (through
+//! [`MemoryStore`] opens [`MemoryKeyedTable`]s, [`MemoryMapTable`]s (one `BTreeMap` per key
+//! group over `prefix ‖ user key`) and [`MemoryTimerTable`]s; both canonical snapshots (through
 //! [`state_api::write_canonical_snapshot`]) and native ones ([`MemoryTableSnapshot`]) are
 //! supported. The whole `state-api` conformance suite runs against it
 //! (`tests/conformance.rs`).
@@ -53,8 +54,12 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod map;
 mod store;
 mod table;
+mod timer;
 
+pub use map::MemoryMapTable;
 pub use store::MemoryStore;
 pub use table::{MemoryKeyedTable, MemoryTableSnapshot};
+pub use timer::MemoryTimerTable;

@@ -1,17 +1,22 @@
-//! The in-memory store: opens [`MemoryKeyedTable`]s.
+//! The in-memory store: opens [`MemoryKeyedTable`]s, [`MemoryMapTable`]s and
+//! [`MemoryTimerTable`]s.
 
-use std::collections::HashSet;
+use state_api::{
+    KeyedStateStore, MapStateStore, Result, StoreConfig, TableRegistry, TimeDomain,
+    TimerStateStore, TtlConfig, ValueCodec,
+};
 
-use state_api::{Error, KeyedStateStore, Result, StoreConfig, TtlConfig, ValueCodec};
-
+use crate::map::MemoryMapTable;
 use crate::table::MemoryKeyedTable;
+use crate::timer::MemoryTimerTable;
 
 /// The in-memory backend's store: one per operator subtask. Opens tables that share its
-/// key-group range, clock and memory pool; each name can be opened once.
+/// key-group range, clock and memory pool; each name can be opened once, whatever the kind
+/// of table.
 #[derive(Debug)]
 pub struct MemoryStore {
     config: StoreConfig,
-    names: HashSet<String>,
+    names: TableRegistry,
 }
 
 impl MemoryStore {
@@ -19,7 +24,7 @@ impl MemoryStore {
     pub fn new(config: StoreConfig) -> Self {
         Self {
             config,
-            names: HashSet::new(),
+            names: TableRegistry::default(),
         }
     }
 }
@@ -37,11 +42,30 @@ impl KeyedStateStore for MemoryStore {
         codec: C,
         ttl: Option<TtlConfig>,
     ) -> Result<MemoryKeyedTable<C>> {
-        if !self.names.insert(name.to_owned()) {
-            return Err(Error::TableExists {
-                name: name.to_owned(),
-            });
-        }
+        self.names.register(name)?;
         Ok(MemoryKeyedTable::new(name, codec, ttl, &self.config))
+    }
+}
+
+impl MapStateStore for MemoryStore {
+    type MapTable<C: ValueCodec> = MemoryMapTable<C>;
+
+    fn open_map_table<C: ValueCodec>(
+        &mut self,
+        name: &str,
+        codec: C,
+        ttl: Option<TtlConfig>,
+    ) -> Result<MemoryMapTable<C>> {
+        self.names.register(name)?;
+        Ok(MemoryMapTable::new(name, codec, ttl, &self.config))
+    }
+}
+
+impl TimerStateStore for MemoryStore {
+    type TimerTable = MemoryTimerTable;
+
+    fn open_timer_table(&mut self, name: &str, domain: TimeDomain) -> Result<MemoryTimerTable> {
+        self.names.register(name)?;
+        Ok(MemoryTimerTable::new(name, domain, &self.config))
     }
 }

@@ -117,8 +117,8 @@ pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
 pub use map::{
-    MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, SweepProgress, UserKeyRange,
-    full_key_bounds, map_entry_key, prefix_successor,
+    MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, SweepProgress,
+    UserKeyRange, full_key_bounds, map_entry_key, prefix_successor,
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use registry::TableRegistry;
@@ -134,8 +134,8 @@ pub use timer::{
     flip_timestamp, timer_canonical_schema, timer_fields, timer_sort_key, unflip_timestamp,
 };
 pub use ttl::{
-    Clock, ManualClock, SystemClock, TtlConfig, TtlUpdateType, TtlVisibility, expiration_timestamp,
-    is_expired,
+    Clock, ManualClock, SystemClock, TtlConfig, TtlRead, TtlUpdateType, TtlVisibility,
+    expiration_timestamp, is_expired, ttl_exported, ttl_read, ttl_scan_visible,
 };
 
 // Re-exported so backends and tests name the same versions.

@@ -13,6 +13,10 @@ use crate::ttl::TtlConfig;
 /// The value type of a map table's codec.
 pub type MapValueOf<T> = <<T as MapTable>::Codec as ValueCodec>::Value;
 
+/// The visitor of [`MapTable::scan`]: gets each entry's user key and value, returns
+/// [`ControlFlow::Break`] to stop.
+pub type ScanVisitor<'v, V> = dyn FnMut(&[u8], &V) -> ControlFlow<()> + 'v;
+
 /// A range of user keys inside one prefix, by bytes. Both ends may be unbounded, inclusive or
 /// exclusive. A range whose start lies after its end is empty (not an error).
 ///
@@ -284,7 +288,7 @@ pub trait MapTable {
         prefix: &[u8],
         range: UserKeyRange<'_>,
         direction: ScanDirection,
-        visit: &mut dyn FnMut(&[u8], &<Self::Codec as ValueCodec>::Value) -> ControlFlow<()>,
+        visit: &mut ScanVisitor<'_, <Self::Codec as ValueCodec>::Value>,
     ) -> Result<()>;
 
     /// The first (smallest user key) visible entry of `prefix` inside `range`.

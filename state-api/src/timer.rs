@@ -112,7 +112,8 @@ pub fn timer_canonical_schema() -> SchemaRef {
 pub fn encode_timer_batch<'a>(
     timers: impl Iterator<Item = (i64, &'a [u8], &'a [u8])>,
 ) -> Result<Option<RecordBatch>> {
-    let mut rows: Vec<(Vec<u8>, i64, &[u8], &[u8])> = Vec::new();
+    type Row<'r> = (Vec<u8>, i64, &'r [u8], &'r [u8]);
+    let mut rows: Vec<Row<'a>> = Vec::new();
     for (ts, key, ns) in timers {
         let mut sort_key = Vec::new();
         timer_sort_key(ts, key, ns, &mut sort_key)?;

@@ -151,6 +151,78 @@ impl TtlConfig {
     }
 }
 
+/// What a point read of a stored entry must do under Flink's TTL rules
+/// (`AbstractTtlDecorator.getWithTtlCheckAndUpdate`): the one read rule every backend applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtlRead {
+    /// Not expired (or no TTL): return it, unchanged.
+    Live,
+    /// Not expired, `OnReadAndWrite`: return it and refresh its timestamp to now (a write).
+    LiveRefresh,
+    /// Expired, `ReturnExpiredIfNotCleanedUp`: return it once and clear it (a delete).
+    ExpiredReturn,
+    /// Expired, `NeverReturnExpired`: return nothing and clear it (a delete).
+    ExpiredHidden,
+}
+
+impl TtlRead {
+    /// Whether the read returns the value.
+    pub fn returns_value(self) -> bool {
+        !matches!(self, TtlRead::ExpiredHidden)
+    }
+
+    /// Whether the read clears the entry.
+    pub fn clears(self) -> bool {
+        matches!(self, TtlRead::ExpiredReturn | TtlRead::ExpiredHidden)
+    }
+}
+
+/// The read rule for an entry last accessed at `last_access`, read at `now`, in a table
+/// with `ttl` (`None`: no TTL, always [`TtlRead::Live`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use state_api::{TtlConfig, TtlRead, TtlUpdateType, ttl_read};
+///
+/// let ttl = TtlConfig::new(Duration::from_millis(10));
+/// assert_eq!(ttl_read(None, 0, 1_000), TtlRead::Live);
+/// assert_eq!(ttl_read(Some(&ttl), 100, 109), TtlRead::Live);
+/// assert_eq!(ttl_read(Some(&ttl), 100, 110), TtlRead::ExpiredHidden);
+/// let refresh = ttl.with_update_type(TtlUpdateType::OnReadAndWrite);
+/// assert_eq!(ttl_read(Some(&refresh), 100, 105), TtlRead::LiveRefresh);
+/// ```
+pub fn ttl_read(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> TtlRead {
+    let Some(ttl) = ttl else {
+        return TtlRead::Live;
+    };
+    match (
+        ttl.is_expired(last_access, now),
+        ttl.visibility,
+        ttl.update_type,
+    ) {
+        (false, _, TtlUpdateType::OnCreateAndWrite) => TtlRead::Live,
+        (false, _, TtlUpdateType::OnReadAndWrite) => TtlRead::LiveRefresh,
+        (true, TtlVisibility::ReturnExpiredIfNotCleanedUp, _) => TtlRead::ExpiredReturn,
+        (true, TtlVisibility::NeverReturnExpired, _) => TtlRead::ExpiredHidden,
+    }
+}
+
+/// Whether a scan (which neither refreshes nor clears) shows an entry last accessed at
+/// `last_access`: unexpired entries always, expired ones only under
+/// `ReturnExpiredIfNotCleanedUp`.
+pub fn ttl_scan_visible(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> bool {
+    ttl.is_none_or(|ttl| {
+        !ttl.is_expired(last_access, now)
+            || ttl.visibility == TtlVisibility::ReturnExpiredIfNotCleanedUp
+    })
+}
+
+/// The export filter of canonical snapshots: an entry is exported when it is not expired at
+/// the snapshot's `now` (every entry of a table without TTL).
+pub fn ttl_exported(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> bool {
+    ttl.is_none_or(|ttl| !ttl.is_expired(last_access, now))
+}
+
 /// Flink's `TtlUtils.getExpirationTimestamp(ts, ttl)`: `ts + ttl`, where for `ts > 0` the
 /// ttl is first cut to `i64::MAX - ts` so the sum cannot overflow (for `ts <= 0` Java's plain
 /// `long` addition is kept, wrapping as Java does).

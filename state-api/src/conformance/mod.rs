@@ -33,14 +33,23 @@ use crate::table::{KeyedStateStore, KeyedTable, StoreConfig, ValueOf};
 use crate::ttl::ManualClock;
 
 mod bundle;
+mod map;
+mod map_model;
 mod memory;
 mod model;
 mod snapshot;
+mod timer;
 mod ttl;
 
 pub use bundle::{
     bundle_hydration_and_coalesced_commit, bundle_misuse_is_rejected, get_of_key_not_in_bundle,
     get_put_remove, key_group_out_of_range_is_rejected, open_table_twice_is_rejected,
+};
+pub use map::{
+    map_get_put_update_remove, map_memory_exhausted_put_leaves_state_unchanged,
+    map_misuse_is_rejected, map_model_based_operations_match_btreemap,
+    map_remove_range_inside_and_across_bundles, map_scan_merges_uncommitted_writes,
+    map_scan_order_bounds_and_reverse, map_snapshot_restore_and_rescale, map_ttl_expiry,
 };
 pub use memory::{
     memory_exhausted_put_leaves_state_unchanged, memory_exhausted_restore_leaves_state_unchanged,
@@ -55,6 +64,10 @@ pub use snapshot::{
     restore_rejects_truncated_snapshot, restore_rejects_undecodable_values,
     restore_rejects_unknown_table, restore_rejects_unreadable_section,
     restore_rejects_unsorted_keys, restore_rejects_wrong_operator, restore_rejects_wrong_version,
+};
+pub use timer::{
+    timers_delete, timers_fire_in_order_up_to_watermark, timers_misuse_is_rejected,
+    timers_registered_while_firing, timers_snapshot_restore_and_rescale,
 };
 pub use ttl::{
     ttl_expired_rows_leave_snapshots_and_sweeps, ttl_never_return_expired,
@@ -146,10 +159,62 @@ pub(crate) fn snapshot_of<S: KeyedStateStore>(
     container
 }
 
-/// Instantiates every conformance case as a `#[test]` for a backend's
-/// [`StoreFactory`](crate::conformance::StoreFactory) expression (evaluated once per test).
+/// Instantiates every conformance case (keyed, map and timer tables) as a `#[test]` for a
+/// backend's [`StoreFactory`](crate::conformance::StoreFactory) expression (evaluated once
+/// per test). The store must implement `MapStateStore` and `TimerStateStore`; a backend
+/// without them can use [`keyed_conformance_tests!`](crate::keyed_conformance_tests) alone.
 #[macro_export]
 macro_rules! conformance_tests {
+    ($factory:expr) => {
+        $crate::keyed_conformance_tests!($factory);
+        $crate::map_conformance_tests!($factory);
+        $crate::timer_conformance_tests!($factory);
+    };
+    (@cases $factory:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::conformance::$case(&$factory);
+            }
+        )*
+    };
+}
+
+/// The map-table cases of [`conformance_tests!`](crate::conformance_tests).
+#[macro_export]
+macro_rules! map_conformance_tests {
+    ($factory:expr) => {
+        $crate::conformance_tests!(@cases $factory;
+            map_get_put_update_remove,
+            map_scan_order_bounds_and_reverse,
+            map_scan_merges_uncommitted_writes,
+            map_remove_range_inside_and_across_bundles,
+            map_misuse_is_rejected,
+            map_snapshot_restore_and_rescale,
+            map_ttl_expiry,
+            map_memory_exhausted_put_leaves_state_unchanged,
+            map_model_based_operations_match_btreemap,
+        );
+    };
+}
+
+/// The timer-table cases of [`conformance_tests!`](crate::conformance_tests).
+#[macro_export]
+macro_rules! timer_conformance_tests {
+    ($factory:expr) => {
+        $crate::conformance_tests!(@cases $factory;
+            timers_fire_in_order_up_to_watermark,
+            timers_delete,
+            timers_registered_while_firing,
+            timers_snapshot_restore_and_rescale,
+            timers_misuse_is_rejected,
+        );
+    };
+}
+
+/// The keyed-table (point access) cases of [`conformance_tests!`](crate::conformance_tests).
+#[macro_export]
+macro_rules! keyed_conformance_tests {
     ($factory:expr) => {
         $crate::conformance_tests!(@cases $factory;
             bundle_hydration_and_coalesced_commit,
@@ -184,13 +249,5 @@ macro_rules! conformance_tests {
             memory_exhausted_snapshot,
             model_based_operations_match_btreemap,
         );
-    };
-    (@cases $factory:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                $crate::conformance::$case(&$factory);
-            }
-        )*
     };
 }
