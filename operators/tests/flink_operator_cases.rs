@@ -87,7 +87,10 @@ fn flink_operator_cases_snapshot_restore_rescaled() {
                         println!("{}: FAILED after restore at {target}: {diff}", case.name);
                         failures.push(case.name.clone());
                     } else {
-                        println!("{}: ok after restore at parallelism {target} ({BACKEND})", case.name);
+                        println!(
+                            "{}: ok after restore at parallelism {target} ({BACKEND})",
+                            case.name
+                        );
                     }
                 }
                 Err(operators::Error::Unsupported { .. }) => {}

@@ -2,7 +2,15 @@
 //! `testdata/flink-operator-cases/README.md`), their JSON value encoding, and running a
 //! case's operator over one or more memory stores.
 
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::too_many_lines,
+    clippy::single_match_else,
+    reason = "test support"
+)]
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -99,7 +107,9 @@ pub fn decode_value(v: &Json, data_type: &DataType) -> Result<Scalar, String> {
     let bad = || format!("value {v} for {data_type}");
     Ok(match data_type {
         DataType::Boolean => Scalar::Boolean(v.as_bool().ok_or_else(bad)?),
-        DataType::Int8 => Scalar::Int8(i8::try_from(v.as_i64().ok_or_else(bad)?).map_err(|_| bad())?),
+        DataType::Int8 => {
+            Scalar::Int8(i8::try_from(v.as_i64().ok_or_else(bad)?).map_err(|_| bad())?)
+        }
         DataType::Int16 => {
             Scalar::Int16(i16::try_from(v.as_i64().ok_or_else(bad)?).map_err(|_| bad())?)
         }
@@ -154,7 +164,11 @@ fn float(v: &Json) -> Option<f64> {
 pub fn decode_row(v: &Json, fields: &Fields) -> Result<Row, String> {
     let values = v.as_array().ok_or("row not an array")?;
     if values.len() != fields.len() {
-        return Err(format!("row {v} has {} values, expected {}", values.len(), fields.len()));
+        return Err(format!(
+            "row {v} has {} values, expected {}",
+            values.len(),
+            fields.len()
+        ));
     }
     values
         .iter()
@@ -199,7 +213,11 @@ pub fn show(kind: RowKind, row: &[Scalar]) -> String {
 #[derive(Debug, Clone)]
 pub enum Event {
     /// A row of input `side` (0 = `input`/`left`, 1 = `right`).
-    Row { side: usize, kind: RowKind, row: Row },
+    Row {
+        side: usize,
+        kind: RowKind,
+        row: Row,
+    },
     /// A watermark.
     Watermark(i64),
 }
@@ -250,7 +268,12 @@ pub enum Skip {
 
 fn columns(v: &Json) -> Vec<usize> {
     v.as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_u64()).map(|x| usize::try_from(x).unwrap()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Json::as_u64)
+                .map(|x| usize::try_from(x).unwrap())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -331,7 +354,10 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
         }
         "join" => {
             if spec["join_type"].as_str() != Some("INNER") {
-                return Err(Ok(Skip::Unsupported(format!("join type {}", spec["join_type"]))));
+                return Err(Ok(Skip::Unsupported(format!(
+                    "join type {}",
+                    spec["join_type"]
+                ))));
             }
             let left = fields(&case["inputs"]["left"]).map_err(fail)?;
             let right = fields(&case["inputs"]["right"]).map_err(fail)?;
@@ -355,9 +381,15 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
         OperatorSpec::Join(s) => vec![s.left.clone(), s.right.clone()],
     };
     let mut events = Vec::new();
-    let input = std::fs::read_to_string(dir.join("input.jsonl")).map_err(|e| fail(e.to_string()))?;
-    for (n, line) in input.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Json = serde_json::from_str(line).map_err(|e| fail(format!("input line {n}: {e}")))?;
+    let input =
+        std::fs::read_to_string(dir.join("input.jsonl")).map_err(|e| fail(e.to_string()))?;
+    for (n, line) in input
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let v: Json =
+            serde_json::from_str(line).map_err(|e| fail(format!("input line {n}: {e}")))?;
         if let Some(w) = v.get("watermark") {
             events.push(Event::Watermark(w.as_i64().unwrap_or(i64::MAX)));
             continue;
@@ -367,20 +399,25 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
             .iter()
             .position(|n| n == input_name)
             .ok_or_else(|| fail(format!("input line {n}: unknown input {input_name}")))?;
-        let kind = parse_row_kind(v["kind"].as_str().unwrap_or(""), n)
-            .map_err(|e| fail(e.to_string()))?;
+        let kind =
+            parse_row_kind(v["kind"].as_str().unwrap_or(""), n).map_err(|e| fail(e.to_string()))?;
         let row = decode_row(&v["row"], &input_fields[side])
             .map_err(|e| fail(format!("input line {n}: {e}")))?;
         events.push(Event::Row { side, kind, row });
     }
     let mut expected = Vec::new();
     let out = std::fs::read_to_string(dir.join("output.jsonl")).map_err(|e| fail(e.to_string()))?;
-    for (n, line) in out.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in out
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let v: Json =
             serde_json::from_str(line).map_err(|e| fail(format!("output line {n}: {e}")))?;
-        let kind = parse_row_kind(v["kind"].as_str().unwrap_or(""), n)
-            .map_err(|e| fail(e.to_string()))?;
-        let row = decode_row(&v["row"], &output).map_err(|e| fail(format!("output line {n}: {e}")))?;
+        let kind =
+            parse_row_kind(v["kind"].as_str().unwrap_or(""), n).map_err(|e| fail(e.to_string()))?;
+        let row =
+            decode_row(&v["row"], &output).map_err(|e| fail(format!("output line {n}: {e}")))?;
         expected.push((kind, row));
     }
     let compare = if case["compare"].as_str() == Some("final") {
@@ -412,7 +449,9 @@ pub const OPERATOR_ID: &str = "op";
 /// Opens `spec` over `store`.
 pub fn open(spec: &OperatorSpec, store: &mut MemoryStore) -> Result<Running, Error> {
     Ok(match spec {
-        OperatorSpec::GroupAgg(s) => Running::GroupAgg(GroupAggregate::try_new(OPERATOR_ID, s.clone(), store)?),
+        OperatorSpec::GroupAgg(s) => {
+            Running::GroupAgg(GroupAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
+        }
         OperatorSpec::Top1(s) => Running::Top1(Top1::try_new(OPERATOR_ID, s.clone(), store)?),
         OperatorSpec::Join(s) => Running::Join(InnerJoin::try_new(OPERATOR_ID, s, store)?),
     })
@@ -473,7 +512,16 @@ pub fn run_bundle(
         Running::Join(j) => {
             let segs: Vec<(JoinSide, &ChangelogBatch)> = batches
                 .iter()
-                .map(|(s, b)| (if *s == 0 { JoinSide::Left } else { JoinSide::Right }, b))
+                .map(|(s, b)| {
+                    (
+                        if *s == 0 {
+                            JoinSide::Left
+                        } else {
+                            JoinSide::Right
+                        },
+                        b,
+                    )
+                })
                 .collect();
             j.process_bundle(&segs)?.to_rows()?
         }
@@ -484,7 +532,8 @@ pub fn run_bundle(
 /// A one-subtask memory store of max parallelism 128.
 pub fn store(parallelism: i32, index: i32) -> MemoryStore {
     let mp = MaxParallelism::new(128).unwrap();
-    let config = StoreConfig::for_subtask(mp, Parallelism::new(parallelism).unwrap(), index).unwrap();
+    let config =
+        StoreConfig::for_subtask(mp, Parallelism::new(parallelism).unwrap(), index).unwrap();
     MemoryStore::new(config)
 }
 
@@ -577,8 +626,10 @@ pub fn run_parallel(
                 .iter_mut()
                 .map(|s| open(&case.operator, s))
                 .collect::<Result<_, _>>()?;
-            let sources: Vec<&dyn sfcs_format::Container> =
-                containers.iter().map(|c| c as &dyn sfcs_format::Container).collect();
+            let sources: Vec<&dyn sfcs_format::Container> = containers
+                .iter()
+                .map(|c| c as &dyn sfcs_format::Container)
+                .collect();
             for op in &mut ops {
                 match op {
                     Running::GroupAgg(g) => g.restore(&sources)?,
@@ -593,12 +644,18 @@ pub fn run_parallel(
 
 /// The materialised table of a changelog: by unique key (last `+I`/`+U`, `-D` removes), or
 /// as a multiset. Rows are returned sorted by their printed form.
-pub fn materialise(rows: &[(RowKind, Row)], unique_key: Option<&[usize]>) -> Result<Vec<String>, String> {
+pub fn materialise(
+    rows: &[(RowKind, Row)],
+    unique_key: Option<&[usize]>,
+) -> Result<Vec<String>, String> {
     match unique_key {
         Some(key) => {
             let mut table: HashMap<String, Row> = HashMap::new();
             for (kind, row) in rows {
-                let k = show(RowKind::Insert, &key.iter().map(|&i| row[i].clone()).collect::<Vec<_>>());
+                let k = show(
+                    RowKind::Insert,
+                    &key.iter().map(|&i| row[i].clone()).collect::<Vec<_>>(),
+                );
                 match kind {
                     RowKind::Insert | RowKind::UpdateAfter => {
                         table.insert(k, row.clone());
@@ -616,7 +673,11 @@ pub fn materialise(rows: &[(RowKind, Row)], unique_key: Option<&[usize]>) -> Res
         None => {
             let mut counts: HashMap<String, i64> = HashMap::new();
             for (kind, row) in rows {
-                let d = if operators::is_accumulate(*kind) { 1 } else { -1 };
+                let d = if operators::is_accumulate(*kind) {
+                    1
+                } else {
+                    -1
+                };
                 *counts.entry(canonical(row)).or_default() += d;
             }
             let mut out = Vec::new();
@@ -676,12 +737,23 @@ pub fn compare(case: &Case, actual: &[(RowKind, Row)], compare: Compare) -> Resu
             Ok(())
         }
         Compare::Rescaled if case.unique_key.is_none() => {
-            let mut e: Vec<String> = case.expected.iter().map(|(k, r)| format!("{k:?} {}", canonical(r))).collect();
-            let mut a: Vec<String> = actual.iter().map(|(k, r)| format!("{k:?} {}", canonical(r))).collect();
+            let mut e: Vec<String> = case
+                .expected
+                .iter()
+                .map(|(k, r)| format!("{k:?} {}", canonical(r)))
+                .collect();
+            let mut a: Vec<String> = actual
+                .iter()
+                .map(|(k, r)| format!("{k:?} {}", canonical(r)))
+                .collect();
             e.sort();
             a.sort();
             if e != a {
-                let first = e.iter().zip(&a).position(|(x, y)| x != y).unwrap_or(e.len().min(a.len()));
+                let first = e
+                    .iter()
+                    .zip(&a)
+                    .position(|(x, y)| x != y)
+                    .unwrap_or(e.len().min(a.len()));
                 return Err(format!(
                     "changelog multiset differs at sorted row {first}: expected {:?}, got {:?}",
                     e.get(first),
@@ -699,7 +771,11 @@ pub fn compare(case: &Case, actual: &[(RowKind, Row)], compare: Compare) -> Resu
                 }
             }
             if e.len() != a.len() {
-                return Err(format!("final table: {} rows expected, {} produced", e.len(), a.len()));
+                return Err(format!(
+                    "final table: {} rows expected, {} produced",
+                    e.len(),
+                    a.len()
+                ));
             }
             Ok(())
         }
