@@ -26,7 +26,7 @@ use operators::{
 };
 use serde_json::Value as Json;
 use sfcs_format::MemoryContainer;
-use state_api::{Row, Scalar, StoreConfig};
+use state_api::{MapStateStore, Row, Scalar, StoreConfig};
 
 /// The cases directory: env `FLINK_OPERATOR_CASES_DIR` (relative paths from the repository
 /// root) or the committed copy.
@@ -436,18 +436,46 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
     })
 }
 
-/// A running operator of any kind over memory stores.
-pub enum Running {
-    GroupAgg(GroupAggregate<MemoryStore>),
-    Top1(Top1<MemoryStore>),
-    Join(InnerJoin<MemoryStore>),
+/// A running operator of any kind over stores `S`.
+pub enum Running<S: MapStateStore> {
+    GroupAgg(GroupAggregate<S>),
+    Top1(Top1<S>),
+    Join(InnerJoin<S>),
+}
+
+/// Makes the store of subtask `index` of `parallelism` (max parallelism 128): one line per
+/// backend.
+pub trait Backend {
+    /// The store type.
+    type Store: MapStateStore;
+    /// The backend's name in the printed lines.
+    const NAME: &'static str;
+    /// A fresh store.
+    fn store(&self, parallelism: i32, index: i32) -> Self::Store;
+}
+
+/// memory-store.
+pub struct Memory;
+
+impl Backend for Memory {
+    type Store = MemoryStore;
+    const NAME: &'static str = "memory-store";
+    fn store(&self, parallelism: i32, index: i32) -> MemoryStore {
+        MemoryStore::new(config(parallelism, index))
+    }
+}
+
+/// The configuration of subtask `index` of `parallelism`, max parallelism 128.
+pub fn config(parallelism: i32, index: i32) -> StoreConfig {
+    let mp = MaxParallelism::new(128).unwrap();
+    StoreConfig::for_subtask(mp, Parallelism::new(parallelism).unwrap(), index).unwrap()
 }
 
 /// The operator id used by the tests.
 pub const OPERATOR_ID: &str = "op";
 
 /// Opens `spec` over `store`.
-pub fn open(spec: &OperatorSpec, store: &mut MemoryStore) -> Result<Running, Error> {
+pub fn open<S: MapStateStore>(spec: &OperatorSpec, store: &mut S) -> Result<Running<S>, Error> {
     Ok(match spec {
         OperatorSpec::GroupAgg(s) => {
             Running::GroupAgg(GroupAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
@@ -472,9 +500,9 @@ fn input_fields(spec: &OperatorSpec, side: usize) -> Fields {
 }
 
 /// Runs one bundle of events (rows only) through `op`.
-pub fn run_bundle(
+pub fn run_bundle<S: MapStateStore>(
     spec: &OperatorSpec,
-    op: &mut Running,
+    op: &mut Running<S>,
     events: &[Event],
 ) -> Result<Vec<(RowKind, Row)>, Error> {
     // Consecutive rows of one side form a segment.
@@ -529,14 +557,6 @@ pub fn run_bundle(
     Ok(out)
 }
 
-/// A one-subtask memory store of max parallelism 128.
-pub fn store(parallelism: i32, index: i32) -> MemoryStore {
-    let mp = MaxParallelism::new(128).unwrap();
-    let config =
-        StoreConfig::for_subtask(mp, Parallelism::new(parallelism).unwrap(), index).unwrap();
-    MemoryStore::new(config)
-}
-
 /// The bundle size of a case run: mini-batch cases close bundles every 97 rows (Flink
 /// closes them by time; the final table does not depend on it), others every 64 rows (the
 /// changelog does not depend on it either).
@@ -548,8 +568,8 @@ pub fn bundle_size(spec: &OperatorSpec) -> usize {
 }
 
 /// Runs `case` over one store, bundle by bundle.
-pub fn run_single(case: &Case) -> Result<Vec<(RowKind, Row)>, Error> {
-    let mut st = store(1, 0);
+pub fn run_single<B: Backend>(backend: &B, case: &Case) -> Result<Vec<(RowKind, Row)>, Error> {
+    let mut st = backend.store(1, 0);
     let mut op = open(&case.operator, &mut st)?;
     let mut out = Vec::new();
     for chunk in case.events.chunks(bundle_size(&case.operator)) {
@@ -580,14 +600,17 @@ pub fn route(spec: &OperatorSpec, side: usize, row: &[Scalar]) -> i32 {
 /// Runs `case` at parallelism 2 (events routed by key group to two stores); after bundle
 /// `snapshot_after` (if any) both subtasks snapshot canonically and the run continues on
 /// fresh stores of parallelism `restore_parallelism` restored from both snapshots.
-pub fn run_parallel(
+pub fn run_parallel<B: Backend>(
+    backend: &B,
     case: &Case,
     snapshot_after: Option<usize>,
     restore_parallelism: i32,
 ) -> Result<Vec<(RowKind, Row)>, Error> {
     let mut parallelism = 2;
-    let mut stores: Vec<MemoryStore> = (0..parallelism).map(|i| store(parallelism, i)).collect();
-    let mut ops: Vec<Running> = stores
+    let mut stores: Vec<B::Store> = (0..parallelism)
+        .map(|i| backend.store(parallelism, i))
+        .collect();
+    let mut ops: Vec<Running<B::Store>> = stores
         .iter_mut()
         .map(|s| open(&case.operator, s))
         .collect::<Result<_, _>>()?;
@@ -621,7 +644,9 @@ pub fn run_parallel(
                 containers.push(c);
             }
             parallelism = restore_parallelism;
-            stores = (0..parallelism).map(|i| store(parallelism, i)).collect();
+            stores = (0..parallelism)
+                .map(|i| backend.store(parallelism, i))
+                .collect();
             ops = stores
                 .iter_mut()
                 .map(|s| open(&case.operator, s))
