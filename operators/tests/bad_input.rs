@@ -46,8 +46,11 @@ fn raw(columns: Vec<(&str, ArrayRef, bool)>, kinds: Vec<RowKind>) -> ChangelogBa
     ChangelogBatch::try_new(batch, kinds).unwrap()
 }
 
+/// A bad batch and the check of its error.
+type BadCase = (ChangelogBatch, fn(&Error) -> bool);
+
 /// The bad batches every operator must refuse.
-fn bad_batches() -> Vec<(ChangelogBatch, fn(&Error) -> bool)> {
+fn bad_batches() -> Vec<BadCase> {
     let ins = vec![RowKind::Insert; 2];
     vec![
         (

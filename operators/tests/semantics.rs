@@ -233,8 +233,8 @@ fn mini_batch_emits_one_change_per_key_per_bundle() {
     );
 }
 
-/// Mini-batch with FIRST_VALUE (not mergeable): Flink's one-phase `MiniBatchGroupAggFunction`,
-/// still one change per key per bundle.
+/// Mini-batch with `FIRST_VALUE` (not mergeable): Flink's one-phase
+/// `MiniBatchGroupAggFunction`, still one change per key per bundle.
 #[test]
 fn mini_batch_one_phase_with_first_and_last_value() {
     let f = fields(&[DataType::Int32, DataType::Int64]);
@@ -414,4 +414,39 @@ fn top1_winner_cache_is_transparent_and_bounded() {
     // A 1 MiB pool shared with the store: the cache admits what the pool allows.
     let (bounded, _) = run(1 << 20, Some(1 << 20));
     assert_rows(&bounded, &plain);
+}
+
+/// The probe cache changes nothing in the output: a cache of 0 bytes (lazy iteration from
+/// the first record), one too small for the key's records (lazy after a few), and the
+/// default give the same rows.
+#[test]
+fn join_probe_cache_is_transparent() {
+    let f = fields(&[DataType::Int32, DataType::Int64]);
+    let spec = JoinSpec::new(f.clone(), f.clone(), vec![0], vec![0]);
+    let right: Vec<(RowKind, Vec<Scalar>)> = (0..50).map(|v| (I, vec![k(1), l(v)])).collect();
+    let left = vec![
+        (I, vec![k(1), l(100)]),
+        (I, vec![k(1), l(101)]),
+        (D, vec![k(1), l(100)]),
+    ];
+    let run = |bytes: usize| {
+        let mut st = store();
+        let mut op = InnerJoin::try_new("j", &spec, &mut st)
+            .unwrap()
+            .with_probe_cache_bytes(bytes);
+        op.process_bundle(&[(JoinSide::Right, &batch(&f, &right))])
+            .unwrap();
+        let mixed = batch(&f, &[(I, vec![k(1), l(7)])]);
+        op.process_bundle(&[
+            (JoinSide::Left, &batch(&f, &left)),
+            (JoinSide::Right, &mixed),
+        ])
+        .unwrap()
+        .to_rows()
+        .unwrap()
+    };
+    let reference = run(operators::DEFAULT_PROBE_CACHE_BYTES);
+    assert_eq!(reference.len(), 150 + 2);
+    assert_rows(&run(0), &reference);
+    assert_rows(&run(500), &reference);
 }
