@@ -446,7 +446,7 @@ fn join_probe_cache_is_transparent() {
         .unwrap()
     };
     let reference = run(operators::DEFAULT_PROBE_CACHE_BYTES);
-    assert_eq!(reference.len(), 150 + 2);
+    assert_eq!(reference.len(), 150 + 1);
     assert_rows(&run(0), &reference);
     assert_rows(&run(500), &reference);
 }
