@@ -448,9 +448,11 @@ mod tests {
                 AggCall::new(AggFunction::Sum, vec![1]),
                 AggCall::new(AggFunction::Avg, vec![1]),
                 AggCall::new(AggFunction::Avg, vec![2]),
+                AggCall::new(AggFunction::Sum, vec![2]),
             ],
             true,
         );
+        // 6 calls in the query, 5 after the rewrite: rewritten.
         let p = plan(&spec).unwrap();
         let kinds: Vec<_> = p.phys.iter().map(|p| (p.kind, p.arg)).collect();
         assert_eq!(
@@ -465,6 +467,18 @@ mod tests {
         );
         assert_eq!(p.output[5].data_type(), &DataType::Decimal128(38, 6));
         assert!(p.counter.is_none());
+        // SUM(b), AVG(b): 2 calls either way, so Flink keeps AvgAggFunction.
+        let spec = GroupAggSpec::new(
+            input(),
+            vec![0],
+            vec![
+                AggCall::new(AggFunction::Sum, vec![1]),
+                AggCall::new(AggFunction::Avg, vec![1]),
+            ],
+            true,
+        );
+        let kinds: Vec<_> = plan(&spec).unwrap().phys.iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, [PhysKind::Sum, PhysKind::Avg]);
     }
 
     #[test]
