@@ -48,16 +48,23 @@
 //!
 //! # Features
 //!
-//! None.
+//! | feature     | default | enables                                                         |
+//! |-------------|---------|-----------------------------------------------------------------|
+//! | `test-util` | no      | `test_util::MemoryFactory` for the `state-api` conformance suite (not API-stable) |
 
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod key;
 mod map;
 mod store;
 mod table;
 mod timer;
+
+/// Test support: this backend's conformance-suite factory. **Not API-stable.**
+#[cfg(feature = "test-util")]
+pub mod test_util;
 
 pub use map::MemoryMapTable;
 pub use store::MemoryStore;
