@@ -1,0 +1,196 @@
+//! Changelog batches: an Arrow [`RecordBatch`] with one Flink [`RowKind`] per row.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{Field, Fields, Schema, SchemaRef};
+use keygroup::RowKind;
+use state_api::{Row, Scalar, arrays_from_rows, scalar_from_array};
+
+use crate::error::{Error, Result};
+
+/// Whether `kind` adds to an aggregate / a side's state (`+I`, `+U`): Flink's
+/// `RowDataUtil.isAccumulateMsg`.
+pub fn is_accumulate(kind: RowKind) -> bool {
+    matches!(kind, RowKind::Insert | RowKind::UpdateAfter)
+}
+
+/// The short form Flink prints: `+I`, `-U`, `+U`, `-D`.
+pub fn short_string(kind: RowKind) -> &'static str {
+    match kind {
+        RowKind::Insert => "+I",
+        RowKind::UpdateBefore => "-U",
+        RowKind::UpdateAfter => "+U",
+        RowKind::Delete => "-D",
+    }
+}
+
+/// Parses `+I`, `-U`, `+U`, `-D`.
+///
+/// # Errors
+/// [`Error::RowKind`] for anything else (`row` names the row for the message).
+pub fn parse_row_kind(s: &str, row: usize) -> Result<RowKind> {
+    match s {
+        "+I" => Ok(RowKind::Insert),
+        "-U" => Ok(RowKind::UpdateBefore),
+        "+U" => Ok(RowKind::UpdateAfter),
+        "-D" => Ok(RowKind::Delete),
+        other => Err(Error::RowKind {
+            row,
+            kind: other.to_owned(),
+            reason: "unknown row kind",
+        }),
+    }
+}
+
+/// Converts Flink's `RowKind.toByteValue` bytes into kinds.
+///
+/// # Errors
+/// [`Error::RowKind`] for a byte outside `0..=3`.
+pub fn kinds_from_bytes(bytes: &[u8]) -> Result<Vec<RowKind>> {
+    bytes
+        .iter()
+        .enumerate()
+        .map(|(row, b)| {
+            RowKind::from_byte(*b).map_err(|_| Error::RowKind {
+                row,
+                kind: format!("byte {b}"),
+                reason: "unknown row kind",
+            })
+        })
+        .collect()
+}
+
+/// A batch of changelog rows: the columns plus one [`RowKind`] per row.
+#[derive(Debug, Clone)]
+pub struct ChangelogBatch {
+    batch: RecordBatch,
+    kinds: Vec<RowKind>,
+}
+
+impl ChangelogBatch {
+    /// Pairs `batch` with `kinds`.
+    ///
+    /// # Errors
+    /// [`Error::KindCount`] when the lengths differ.
+    pub fn try_new(batch: RecordBatch, kinds: Vec<RowKind>) -> Result<Self> {
+        if batch.num_rows() != kinds.len() {
+            return Err(Error::KindCount {
+                rows: batch.num_rows(),
+                kinds: kinds.len(),
+            });
+        }
+        Ok(Self { batch, kinds })
+    }
+
+    /// Builds a batch of `schema` from rows.
+    ///
+    /// # Errors
+    /// A state-api codec error when a row does not fit the schema; an Arrow error.
+    pub fn from_rows(schema: &SchemaRef, rows: &[(RowKind, Row)]) -> Result<Self> {
+        let columns = arrays_from_rows(schema.fields(), rows.iter().map(|(_, r)| r))?;
+        let batch = if columns.is_empty() {
+            RecordBatch::try_new_with_options(
+                Arc::clone(schema),
+                columns,
+                &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+            )?
+        } else {
+            RecordBatch::try_new(Arc::clone(schema), columns)?
+        };
+        Ok(Self {
+            batch,
+            kinds: rows.iter().map(|(k, _)| *k).collect(),
+        })
+    }
+
+    /// An empty batch of `schema`.
+    pub fn empty(schema: &SchemaRef) -> Self {
+        Self {
+            batch: RecordBatch::new_empty(Arc::clone(schema)),
+            kinds: Vec::new(),
+        }
+    }
+
+    /// The columns.
+    pub fn batch(&self) -> &RecordBatch {
+        &self.batch
+    }
+
+    /// The row kinds.
+    pub fn kinds(&self) -> &[RowKind] {
+        &self.kinds
+    }
+
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Every row as `(kind, values)`.
+    ///
+    /// # Errors
+    /// A state-api codec error for a column of an unsupported type.
+    pub fn to_rows(&self) -> Result<Vec<(RowKind, Row)>> {
+        let columns = self.batch.columns();
+        let mut out = Vec::with_capacity(self.num_rows());
+        for (i, kind) in self.kinds.iter().enumerate() {
+            let row = columns
+                .iter()
+                .map(|c| scalar_from_array(c.as_ref(), i))
+                .collect::<state_api::Result<Vec<Scalar>>>()?;
+            out.push((*kind, row));
+        }
+        Ok(out)
+    }
+}
+
+/// A schema of `fields` (no metadata).
+pub fn schema_of(fields: &Fields) -> SchemaRef {
+    Arc::new(Schema::new(fields.clone()))
+}
+
+/// Checks `batch` against the operator's `input` fields at the column `indexes` it reads:
+/// presence, Arrow type, nulls in non-nullable columns. Returns the rows decoded.
+///
+/// # Errors
+/// [`Error::MissingColumn`], [`Error::WrongType`], [`Error::NullInNonNullable`].
+pub(crate) fn validated_rows(input: &Fields, batch: &ChangelogBatch) -> Result<Vec<Row>> {
+    let b = batch.batch();
+    if b.num_columns() < input.len() {
+        return Err(Error::MissingColumn {
+            index: b.num_columns(),
+            columns: b.num_columns(),
+        });
+    }
+    for (index, field) in input.iter().enumerate() {
+        let column = b.column(index);
+        check_column(index, field, column.as_ref())?;
+    }
+    let mut rows = Vec::with_capacity(b.num_rows());
+    for i in 0..b.num_rows() {
+        let row = b
+            .columns()
+            .iter()
+            .take(input.len())
+            .map(|c| scalar_from_array(c.as_ref(), i))
+            .collect::<state_api::Result<Vec<Scalar>>>()?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn check_column(index: usize, field: &Field, column: &dyn Array) -> Result<()> {
+    if column.data_type() != field.data_type() {
+        return Err(Error::WrongType {
+            index,
+            expected: field.data_type().clone(),
+            actual: column.data_type().clone(),
+        });
+    }
+    if !field.is_nullable() && column.null_count() > 0 {
+        let row = (0..column.len()).find(|r| column.is_null(*r)).unwrap_or(0);
+        return Err(Error::NullInNonNullable { index, row });
+    }
+    Ok(())
+}

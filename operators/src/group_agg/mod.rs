@@ -1,0 +1,484 @@
+//! The non-windowed group aggregate: Flink's `GroupAggFunction` (mini-batch off),
+//! `MiniBatchLocalGroupAggFunction` → `MiniBatchGlobalGroupAggFunction` (mini-batch on,
+//! every aggregate mergeable) and `MiniBatchGroupAggFunction` (mini-batch on, one phase).
+
+mod acc;
+mod plan;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+use keygroup::{KeyGroup, RowKind};
+use sfcs_format::Container;
+use state_api::{
+    CanonicalTable, I64Codec, KeyedTable, MapHydration, MapStateStore, MapTable, RestoreSummary,
+    Row, RowCodec, Scalar, SnapshotSummary, TtlConfig, UserKeyRange, restore_canonical_snapshot,
+    write_canonical_snapshot,
+};
+
+use self::acc::{LocalCompanion, StateCompanion};
+use self::plan::{Plan, Projection};
+use crate::changelog::{ChangelogBatch, is_accumulate, schema_of, validated_rows};
+use crate::error::{Error, Result};
+use crate::key::KeyEncoder;
+use crate::spec::{ChangelogMode, GroupAggSpec};
+use crate::value::{avg, count_of, field_eq};
+
+/// The state format version of [`GroupAggregate`]: accumulator rows (one field per
+/// accumulator of the node, see the crate docs) and companion counts (see `order_key`).
+pub const GROUP_AGG_STATE_VERSION: u32 = 1;
+
+/// A non-windowed GROUP BY over a store `S` (see the crate docs for the reproduced
+/// semantics).
+pub struct GroupAggregate<S: MapStateStore> {
+    operator_id: String,
+    plan: Plan,
+    spec: GroupAggSpec,
+    keys: KeyEncoder,
+    acc: S::Table<RowCodec>,
+    companions: Option<S::MapTable<I64Codec>>,
+    output: SchemaRef,
+    pool: Arc<dyn state_api::MemoryPool>,
+}
+
+/// One output row under construction.
+type Out = Vec<(RowKind, Row)>;
+
+impl<S: MapStateStore> GroupAggregate<S> {
+    /// Plans `spec` and opens its tables in `store` (`<operator_id>.acc` and, when a
+    /// MIN/MAX with retraction or a DISTINCT needs them, `<operator_id>.companions`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSpec`], [`Error::Unsupported`], a store error.
+    pub fn try_new(operator_id: &str, spec: GroupAggSpec, store: &mut S) -> Result<Self> {
+        let plan = plan::plan(&spec)?;
+        let keys = KeyEncoder::try_new(
+            &spec.input,
+            &spec.group_by,
+            store.config().max_parallelism(),
+        )?;
+        let ttl = spec.state_ttl.map(TtlConfig::new);
+        let acc = store.open_table(
+            &format!("{operator_id}.acc"),
+            RowCodec::try_new(plan.acc_fields.clone())?,
+            ttl,
+        )?;
+        let companions = if plan.companion_tags > 0 {
+            Some(store.open_map_table(&format!("{operator_id}.companions"), I64Codec, ttl)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            operator_id: operator_id.to_owned(),
+            output: schema_of(&plan.output),
+            plan,
+            spec,
+            keys,
+            acc,
+            companions,
+            pool: Arc::clone(store.config().memory_pool()),
+        })
+    }
+
+    /// The output schema: the group keys, then one column per aggregate.
+    pub fn output_schema(&self) -> &SchemaRef {
+        &self.output
+    }
+
+    /// The operator id (the snapshot's operator id).
+    pub fn operator_id(&self) -> &str {
+        &self.operator_id
+    }
+
+    /// Processes one bundle (mini-batch: one Flink mini-batch) and returns its changelog.
+    ///
+    /// # Errors
+    /// Input errors ([`Error::MissingColumn`], [`Error::WrongType`],
+    /// [`Error::NullInNonNullable`], [`Error::RowKind`] for a retraction into an
+    /// insert-only aggregate) before any state changes; a store error.
+    pub fn process_bundle(&mut self, input: &ChangelogBatch) -> Result<ChangelogBatch> {
+        let rows = validated_rows(&self.spec.input, input)?;
+        let kinds = input.kinds();
+        if self.spec.input_insert_only
+            && let Some(row) = kinds.iter().position(|k| !is_accumulate(*k))
+        {
+            return Err(Error::RowKind {
+                row,
+                kind: crate::changelog::short_string(kinds.get(row).copied().unwrap_or_default())
+                    .to_owned(),
+                reason: "retraction into an aggregate planned for insert-only input",
+            });
+        }
+        let mut keys = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut key = Vec::new();
+            let kg = self.keys.encode(row, &mut key)?;
+            keys.push((kg, key));
+        }
+        let named: Vec<(KeyGroup, &[u8])> = keys.iter().map(|(k, b)| (*k, b.as_slice())).collect();
+        self.acc.begin_bundle(&named)?;
+        if let Some(c) = self.companions.as_mut()
+            && let Err(e) = c.begin_bundle(MapHydration::prefixes(&named))
+        {
+            self.acc.commit_bundle()?;
+            return Err(e.into());
+        }
+        let mut out = Vec::new();
+        let result = match self.spec.mini_batch {
+            None => self.per_row(&rows, kinds, &keys, &mut out),
+            Some(_) if self.plan.two_phase => self.local_global(&rows, kinds, &keys, &mut out),
+            Some(_) => self.one_phase(&rows, kinds, &keys, &mut out),
+        };
+        result?;
+        self.acc.commit_bundle()?;
+        if let Some(c) = self.companions.as_mut() {
+            c.commit_bundle()?;
+        }
+        ChangelogBatch::from_rows(&self.output, &out)
+    }
+
+    fn group_values(&self, row: &[Scalar]) -> Row {
+        self.spec
+            .group_by
+            .iter()
+            .map(|&g| row.get(g).cloned().unwrap_or(Scalar::Null))
+            .collect()
+    }
+
+    fn output_row(&self, key_values: &[Scalar], node: &[Scalar]) -> Row {
+        let mut row = key_values.to_vec();
+        for projection in &self.plan.projections {
+            row.push(match projection {
+                Projection::Phys(i) => self.node_value(node, *i),
+                Projection::SumOrNull { sum, count } => {
+                    if count_of(&self.node_value(node, *count)) == 0 {
+                        Scalar::Null
+                    } else {
+                        self.node_value(node, *sum)
+                    }
+                }
+                Projection::Avg { sum, count, result } => {
+                    let n = count_of(&self.node_value(node, *count));
+                    let s = self.node_value(node, *sum);
+                    let sum_type = self
+                        .plan
+                        .phys
+                        .get(*sum)
+                        .map_or(arrow_schema::DataType::Null, |p| p.result_type.clone());
+                    if s.is_null() {
+                        Scalar::Null
+                    } else {
+                        avg(&s, n, &sum_type, result)
+                    }
+                }
+            });
+        }
+        row
+    }
+
+    /// The node value of aggregate `phys` (the hidden count1 is not in `node`).
+    fn node_value(&self, node: &[Scalar], phys: usize) -> Scalar {
+        let skipped = self
+            .plan
+            .phys
+            .iter()
+            .take(phys)
+            .filter(|p| p.kind == plan::PhysKind::Count1)
+            .count();
+        node.get(phys - skipped).cloned().unwrap_or(Scalar::Null)
+    }
+
+    fn equal(&self, a: &[Scalar], b: &[Scalar]) -> bool {
+        self.spec.state_ttl.is_none()
+            && a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| field_eq(x, y))
+    }
+
+    fn emit_update(&self, out: &mut Out, key_values: &[Scalar], prev: &[Scalar], new: &[Scalar]) {
+        if self.spec.changelog_mode == ChangelogMode::All {
+            out.push((RowKind::UpdateBefore, self.output_row(key_values, prev)));
+        }
+        out.push((RowKind::UpdateAfter, self.output_row(key_values, new)));
+    }
+
+    fn clear_group(&mut self, kg: KeyGroup, key: &[u8]) -> Result<()> {
+        self.acc.remove(kg, key)?;
+        if let Some(c) = self.companions.as_mut() {
+            c.remove_range(kg, key, UserKeyRange::all())?;
+        }
+        Ok(())
+    }
+
+    /// `GroupAggFunction.processElement` for every row.
+    fn per_row(
+        &mut self,
+        rows: &[Row],
+        kinds: &[RowKind],
+        keys: &[(KeyGroup, Vec<u8>)],
+        out: &mut Out,
+    ) -> Result<()> {
+        let mut key_buf = Vec::new();
+        let mut no_companion = LocalCompanion::default();
+        for ((row, kind), (kg, key)) in rows.iter().zip(kinds).zip(keys) {
+            let accumulate = is_accumulate(*kind);
+            let existing = self.acc.get(*kg, key)?.cloned();
+            let (mut acc, first_row) = match existing {
+                Some(a) => (a, false),
+                None if !accumulate => continue,
+                None => (acc::create(&self.plan), true),
+            };
+            let prev = acc::values(&self.plan, &acc);
+            match self.companions.as_mut() {
+                Some(table) => {
+                    let mut c = StateCompanion {
+                        table,
+                        key_group: *kg,
+                        prefix: key,
+                    };
+                    acc::apply_row(&self.plan, &mut acc, row, accumulate, &mut c, &mut key_buf)?;
+                }
+                None => acc::apply_row(
+                    &self.plan,
+                    &mut acc,
+                    row,
+                    accumulate,
+                    &mut no_companion,
+                    &mut key_buf,
+                )?,
+            }
+            let new = acc::values(&self.plan, &acc);
+            let key_values = self.group_values(row);
+            if acc::count_is_zero(&self.plan, &acc) {
+                if !first_row {
+                    out.push((RowKind::Delete, self.output_row(&key_values, &prev)));
+                }
+                self.clear_group(*kg, key)?;
+            } else {
+                self.acc.put(*kg, key, acc)?;
+                if first_row {
+                    out.push((RowKind::Insert, self.output_row(&key_values, &new)));
+                } else if !self.equal(&prev, &new) {
+                    self.emit_update(out, &key_values, &prev, &new);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Groups the bundle's rows by key in first-touch order.
+    fn group_rows(keys: &[(KeyGroup, Vec<u8>)]) -> Vec<(usize, Vec<usize>)> {
+        let mut index: HashMap<&[u8], usize> = HashMap::new();
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (i, (_, key)) in keys.iter().enumerate() {
+            if let Some(&g) = index.get(key.as_slice()) {
+                if let Some(group) = groups.get_mut(g) {
+                    group.1.push(i);
+                }
+            } else {
+                index.insert(key, groups.len());
+                groups.push((i, vec![i]));
+            }
+        }
+        groups
+    }
+
+    /// Mini-batch, two phases: a local accumulator per key, merged into the state once.
+    fn local_global(
+        &mut self,
+        rows: &[Row],
+        kinds: &[RowKind],
+        keys: &[(KeyGroup, Vec<u8>)],
+        out: &mut Out,
+    ) -> Result<()> {
+        let mut key_buf = Vec::new();
+        for (first, members) in Self::group_rows(keys) {
+            let mut local = acc::create(&self.plan);
+            let mut local_companion = LocalCompanion::default();
+            for &i in &members {
+                let (Some(row), Some(kind)) = (rows.get(i), kinds.get(i)) else {
+                    continue;
+                };
+                acc::apply_row(
+                    &self.plan,
+                    &mut local,
+                    row,
+                    is_accumulate(*kind),
+                    &mut local_companion,
+                    &mut key_buf,
+                )?;
+            }
+            let (Some((kg, key)), Some(row)) = (keys.get(first), rows.get(first)) else {
+                continue;
+            };
+            let existing = self.acc.get(*kg, key)?.cloned();
+            let first_row = existing.is_none();
+            let mut state = existing.unwrap_or_else(|| acc::create(&self.plan));
+            let prev = acc::values(&self.plan, &state);
+            match self.companions.as_mut() {
+                Some(table) => {
+                    let mut c = StateCompanion {
+                        table,
+                        key_group: *kg,
+                        prefix: key,
+                    };
+                    acc::merge(
+                        &self.plan,
+                        &mut state,
+                        &local,
+                        &local_companion,
+                        &mut c,
+                        &mut key_buf,
+                    )?;
+                }
+                None => acc::merge(
+                    &self.plan,
+                    &mut state,
+                    &local,
+                    &local_companion,
+                    &mut LocalCompanion::default(),
+                    &mut key_buf,
+                )?,
+            }
+            let new = acc::values(&self.plan, &state);
+            self.finish_key(out, *kg, key, row, state, first_row, &prev, &new)?;
+        }
+        Ok(())
+    }
+
+    /// Mini-batch, one phase (`MiniBatchGroupAggFunction`): the key's rows applied to its
+    /// state accumulator in order, one change at the end.
+    fn one_phase(
+        &mut self,
+        rows: &[Row],
+        kinds: &[RowKind],
+        keys: &[(KeyGroup, Vec<u8>)],
+        out: &mut Out,
+    ) -> Result<()> {
+        let mut key_buf = Vec::new();
+        for (first, members) in Self::group_rows(keys) {
+            let (Some((kg, key)), Some(first_values)) = (keys.get(first), rows.get(first)) else {
+                continue;
+            };
+            let existing = self.acc.get(*kg, key)?.cloned();
+            let first_row = existing.is_none();
+            let mut members = members.as_slice();
+            if first_row {
+                // Leading retractions of a key without state are dropped.
+                let skip = members
+                    .iter()
+                    .take_while(|&&i| kinds.get(i).is_some_and(|k| !is_accumulate(*k)))
+                    .count();
+                members = members.get(skip..).unwrap_or_default();
+                if members.is_empty() {
+                    continue;
+                }
+            }
+            let mut state = existing.unwrap_or_else(|| acc::create(&self.plan));
+            let prev = acc::values(&self.plan, &state);
+            for &i in members {
+                let (Some(row), Some(kind)) = (rows.get(i), kinds.get(i)) else {
+                    continue;
+                };
+                match self.companions.as_mut() {
+                    Some(table) => {
+                        let mut c = StateCompanion {
+                            table,
+                            key_group: *kg,
+                            prefix: key,
+                        };
+                        acc::apply_row(
+                            &self.plan,
+                            &mut state,
+                            row,
+                            is_accumulate(*kind),
+                            &mut c,
+                            &mut key_buf,
+                        )?;
+                    }
+                    None => acc::apply_row(
+                        &self.plan,
+                        &mut state,
+                        row,
+                        is_accumulate(*kind),
+                        &mut LocalCompanion::default(),
+                        &mut key_buf,
+                    )?,
+                }
+            }
+            let new = acc::values(&self.plan, &state);
+            self.finish_key(out, *kg, key, first_values, state, first_row, &prev, &new)?;
+        }
+        Ok(())
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "the per-key end of a mini-batch")]
+    fn finish_key(
+        &mut self,
+        out: &mut Out,
+        kg: KeyGroup,
+        key: &[u8],
+        row: &[Scalar],
+        state: Row,
+        first_row: bool,
+        prev: &[Scalar],
+        new: &[Scalar],
+    ) -> Result<()> {
+        let key_values = self.group_values(row);
+        if acc::count_is_zero(&self.plan, &state) {
+            if !first_row {
+                out.push((RowKind::Delete, self.output_row(&key_values, prev)));
+            }
+            self.clear_group(kg, key)?;
+        } else {
+            self.acc.put(kg, key, state)?;
+            if first_row {
+                out.push((RowKind::Insert, self.output_row(&key_values, new)));
+            } else if !self.equal(prev, new) {
+                self.emit_update(out, &key_values, prev, new);
+            }
+        }
+        Ok(())
+    }
+
+    fn tables(&self) -> Vec<&dyn CanonicalTable> {
+        let mut t: Vec<&dyn CanonicalTable> = vec![&self.acc];
+        if let Some(c) = &self.companions {
+            t.push(c);
+        }
+        t
+    }
+
+    /// Writes the canonical snapshot of the operator's tables (one envelope per key group
+    /// with rows, operator id = this operator's id) into `container`.
+    ///
+    /// # Errors
+    /// A state-api error (e.g. a bundle open).
+    pub fn snapshot(&self, container: &mut dyn Container) -> Result<SnapshotSummary> {
+        Ok(write_canonical_snapshot(
+            &self.operator_id,
+            None,
+            &self.tables(),
+            container,
+            &self.pool,
+        )?)
+    }
+
+    /// Replaces the operator's state with the key groups of this store's range found in
+    /// `sources` (snapshots of any parallelism), all or nothing.
+    ///
+    /// # Errors
+    /// A state-api error; on error the state is unchanged.
+    pub fn restore(&mut self, sources: &[&dyn Container]) -> Result<RestoreSummary> {
+        let mut tables: Vec<&mut dyn CanonicalTable> = vec![&mut self.acc];
+        if let Some(c) = self.companions.as_mut() {
+            tables.push(c);
+        }
+        Ok(restore_canonical_snapshot(
+            &self.operator_id,
+            sources,
+            &mut tables,
+            &self.pool,
+        )?)
+    }
+}
