@@ -52,6 +52,10 @@ final class FlinkRunner {
         Configuration conf = new Configuration();
         conf.setString("state.backend.type", "hashmap");
         conf.setString("metrics.reporter.pace.factory.class", PaceReporter.Factory.class.getName());
+        // robustness on a starved machine only (no effect on results): long RPC and heartbeat timeouts
+        conf.setString("pekko.ask.timeout", "600 s");
+        conf.setString("heartbeat.timeout", "600000");
+        conf.setString("heartbeat.rpc-failure-threshold", "100");
         StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(1, conf);
         env.setBufferTimeout(0);
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env, EnvironmentSettings.inStreamingMode());
@@ -196,14 +200,14 @@ final class FlinkRunner {
         }
 
         private void awaitJoinInput(long n) throws InterruptedException {
-            long deadline = System.nanoTime() + 60_000_000_000L;
+            long deadline = System.nanoTime() + 600_000_000_000L;
             while (running) {
                 Counter c = PaceReporter.JOIN_IN.get(pacedJob);
                 if (c != null && c.getCount() >= n) {
                     return;
                 }
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("join did not take record " + (n - 1) + " within 60 s");
+                    throw new IllegalStateException("join did not take record " + (n - 1) + " within 600 s");
                 }
                 Thread.sleep(0, 200_000);
             }

@@ -23,9 +23,8 @@ final class RankCases {
         out.add(topN("gen_topn_rownum3_retract_norank", 233, "ROW_NUMBER", 3, false, false, 900));
         out.add(topN("gen_topn_rownum100_append_rank", 234, "ROW_NUMBER", 100, true, true, 160));
         out.add(topN("gen_topn_rownum100_retract_norank", 235, "ROW_NUMBER", 100, false, false, 1400));
-        out.add(topN("gen_topn_rank3_append_rank", 236, "RANK", 3, true, true, 500));
-        out.add(topN("gen_topn_dense_rank3_append_rank", 237, "DENSE_RANK", 3, true, true, 500));
-        out.add(topN("gen_topn_rank3_retract_rank", 238, "RANK", 3, true, false, 700));
+        // RANK() / DENSE_RANK() <= N (seeds 236-238) are not generated: Flink 2.3.0's planner rejects them on
+        // streaming tables ("TableException: RANK() on streaming table is not supported currently").
     }
 
     /** One ORDER BY item: input column index, column name, DESC, NULLS LAST. */

@@ -58,7 +58,8 @@ final class WindowCases {
     /**
      * Rows with a running max event time; late and out-of-order rows; rows snapped onto window boundaries;
      * watermarks every few rows, often exactly at a window end - 1 or end, sometimes after a jump over several
-     * windows. allowed rejects watermark positions (the LTZ data-loss gaps).
+     * windows (also at UTC-aligned grid ends, which differ from window ends in the offset and LTZ cases).
+     * allowed rejects watermark positions (the LTZ data-loss gaps).
      */
     static void generate(CaseDef c, SplitMix64 r, int rows, long grid, long gridOffset, long maxLate, boolean ltz,
             LongPredicate allowed) {
@@ -90,7 +91,8 @@ final class WindowCases {
             if (--untilWm == 0) {
                 untilWm = 4 + r.below(10);
                 long end = Math.floorDiv(maxTs - gridOffset, grid) * grid + gridOffset;
-                long[] choice = {maxTs - grid / 5, end - 1, end, end - 2, end + 1};
+                long utcEnd = Math.floorDiv(maxTs, grid) * grid; // differs from end only with an offset
+                long[] choice = {maxTs - grid / 5, end - 1, end, end - 2, end + 1, utcEnd - 1, utcEnd};
                 long w = choice[r.below(choice.length)];
                 if (w > wm && allowed.test(w)) {
                     c.watermark(w);
