@@ -3,11 +3,14 @@
 #
 #   compat/flink-operators/run.sh generate --out DIR [--only NAME...]
 #   compat/flink-operators/run.sh verify DIR
+#   compat/flink-operators/run.sh model-check DIR
 #
 # generate: runs every case of src/flinkoperators/*Cases.java twice in Flink, checks that both runs agree
 # under the case's compare mode, and writes DIR/<case>/{case.json,input.jsonl,output.jsonl}.
 # verify: replays each DIR/<case>/input.jsonl through Flink and checks output.jsonl (under the case's
 # compare mode), the plan and the output schema.
+# model-check: python3 only; checks window_aggregate cases against models/window_counts.py (row counts per
+# key and window); other operators are reported as skipped (no model here yet).
 #
 # Needs Java 17 (javac, java), python3 -m pip and unzip. Uses the jars in $FLINK_LIB (a pyflink/lib
 # directory of apache-flink-libraries 2.3.0) when set; otherwise downloads the wheel from PyPI into
@@ -19,11 +22,15 @@ WORK="$HERE/work"
 FLINK_VERSION=2.3.0
 
 usage() {
-    sed -n '4,5p' "$0" | sed 's/^# *//' >&2
+    sed -n '4,6p' "$0" | sed 's/^# *//' >&2
     exit 2
 }
 [ $# -ge 2 ] || usage
-case "$1" in generate|verify) ;; *) usage ;; esac
+case "$1" in
+    generate|verify) ;;
+    model-check) exec python3 "$HERE/models/window_counts.py" "$2" ;;
+    *) usage ;;
+esac
 
 # ---------------------------------------------------------------- jars
 mkdir -p "$WORK"

@@ -104,6 +104,8 @@ final class GroupAggCases {
         return BigDecimal.valueOf(r.range(lo, hi), scale);
     }
 
+    static final Double[] EXACT_DOUBLES = {-2.5, -1.0, -0.0, 0.0, 0.25, 1.0, 1.5, 3.75};
+
     static final Double[] DOUBLES = {-2.5, -1.0, -0.0, 0.0, 0.1, 0.25, 1.0, 1.5, 3.75, 1e-7, 123456.789, -98765.4321};
 
     // ------------------------------------------------------------------ cases
@@ -398,8 +400,10 @@ final class GroupAggCases {
         c.fin(MINI_BATCH_REASON);
         SplitMix64 r = new SplitMix64(c.seed);
         Integer[] keys = {null, 0, 1, 2, 3, 4, 5, 6, 7};
+        // exact (dyadic, small) doubles only: a DOUBLE sum over inexact values depends on where the bundles
+        // split (local + global partial sums round differently), and two runs then disagree in the last digits
         Supplier<Object[]> fresh = () -> new Object[] {r.pick(keys), nullableLong(r, 10, -1000, 1000),
-            r.chance(10) ? null : r.pick(DOUBLES)};
+            r.chance(10) ? null : r.pick(EXACT_DOUBLES)};
         Live live = new Live(c, "input", r);
         if (append) {
             for (int n = 0; n < 2000; n++) {
@@ -419,7 +423,10 @@ final class GroupAggCases {
                         + "COUNT(DISTINCT) over BIGINT and SUM/MAX/AVG over DOUBLE; nullable key (null group)."
                         : "a retraction storm (-U/+U moves, -D, groups 6 and 7 drained and revived; group 7 ends "
                         + "with zero rows, so it is absent from the final table): COUNT(*), COUNT, SUM, MIN, MAX, "
-                        + "AVG, COUNT(DISTINCT), SUM(DISTINCT) over BIGINT, SUM/MIN over DOUBLE; nullable key.");
+                        + "AVG, COUNT(DISTINCT), SUM(DISTINCT) over BIGINT, SUM/MIN over DOUBLE; nullable key.")
+                + " The DOUBLE values are exact multiples of 0.25 (incl. -0.0): with inexact doubles the final SUM "
+                + "depends on where Flink's bundles split (local partial sums, then the global merge, round "
+                + "differently), so two runs of the same input disagreed in the last digits.";
         return c;
     }
 
