@@ -417,8 +417,10 @@ final class GroupAggCases {
             }, 0, new Object[] {6, 7});
             live.drain(row -> Objects.equals(row[0], 7));
         }
-        c.description = "Mini-batch on (allow-latency 1 s, size 5000; Flink's AUTO agg-phase strategy plans "
-                + "LocalGroupAggregate -> GlobalGroupAggregate, see plan) over " + (append
+        c.description = "Mini-batch on (allow-latency 1 s, size 5000; Flink's AUTO agg-phase strategy picks the "
+                + "plan: " + (append ? "one phase, MiniBatchAssigner -> GroupAggregate, because FIRST_VALUE/"
+                        + "LAST_VALUE cannot be split into local/global" : "LocalGroupAggregate -> "
+                        + "GlobalGroupAggregate") + ") over " + (append
                         ? "an insert-only input: COUNT(*), COUNT, SUM, MIN, MAX, AVG, FIRST_VALUE, LAST_VALUE, "
                         + "COUNT(DISTINCT) over BIGINT and SUM/MAX/AVG over DOUBLE; nullable key (null group)."
                         : "a retraction storm (-U/+U moves, -D, groups 6 and 7 drained and revived; group 7 ends "
