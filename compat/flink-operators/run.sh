@@ -1,58 +1,70 @@
 #!/usr/bin/env bash
-# Generates Flink 2.3.0 operator cases (schema: testdata/flink-operator-cases/README.md) with
-# real Flink, into testdata/flink-operator-cases-generated (or DIR).
+# Generates (or replays) Flink 2.3.0 operator cases with real Flink SQL.
 #
-#   compat/flink-operators/run.sh [DIR] [CASE]
+#   compat/flink-operators/run.sh generate --out DIR [--only NAME...]
+#   compat/flink-operators/run.sh verify DIR
+#   compat/flink-operators/run.sh model-check DIR
 #
-# Needs Java 17 (javac, java), pip and unzip. Jars: $FLINK_LIB (a directory holding
-# pyflink/lib/*.jar and flink-table-planner.jar, e.g. /work/flink), else the
-# apache-flink-libraries 2.3.0 wheel downloaded from PyPI into work/ (never committed).
+# generate: runs every case of src/flinkoperators/*Cases.java twice in Flink, checks that both runs agree
+# under the case's compare mode, and writes DIR/<case>/{case.json,input.jsonl,output.jsonl}.
+# verify: replays each DIR/<case>/input.jsonl through Flink and checks output.jsonl (under the case's
+# compare mode), the plan and the output schema.
+# model-check: python3 only; checks window_aggregate cases against models/window_counts.py (row counts per
+# key and window); other operators are reported as skipped (no model here yet).
+#
+# Needs Java 17 (javac, java), python3 -m pip and unzip. Uses the jars in $FLINK_LIB (a pyflink/lib
+# directory of apache-flink-libraries 2.3.0) when set; otherwise downloads the wheel from PyPI into
+# work/ on first use (about 330 MB; never committed).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$HERE/work"
 FLINK_VERSION=2.3.0
-OUT="${1:-$ROOT/testdata/flink-operator-cases-generated}"
-ONLY="${2:-}"
 
+usage() {
+    sed -n '4,6p' "$0" | sed 's/^# *//' >&2
+    exit 2
+}
+[ $# -ge 2 ] || usage
+case "$1" in
+    generate|verify) ;;
+    model-check) exec python3 "$HERE/models/window_counts.py" "$2" ;;
+    *) usage ;;
+esac
+
+# ---------------------------------------------------------------- jars
+mkdir -p "$WORK"
 if [ -n "${FLINK_LIB:-}" ]; then
-    BASE="$FLINK_LIB"
+    LIB="$FLINK_LIB"
 else
-    BASE="$WORK"
     LIB="$WORK/pyflink/lib"
-    mkdir -p "$WORK"
     if [ ! -f "$LIB/flink-dist-$FLINK_VERSION.jar" ]; then
-        if ! ls "$WORK"/apache_flink_libraries-$FLINK_VERSION-*.whl >/dev/null 2>&1; then
+        WHEEL_GLOB="$WORK/apache_flink_libraries-$FLINK_VERSION-*.whl"
+        if ! ls $WHEEL_GLOB >/dev/null 2>&1; then
             echo "downloading apache-flink-libraries==$FLINK_VERSION (PyPI) into $WORK" >&2
             python3 -m pip download --quiet --no-deps "apache-flink-libraries==$FLINK_VERSION" -d "$WORK"
         fi
-        unzip -q -o "$WORK"/apache_flink_libraries-$FLINK_VERSION-*.whl 'pyflink/lib/*.jar' -d "$WORK"
-    fi
-    if [ ! -f "$WORK/flink-table-planner.jar" ]; then
-        unzip -q -o "$LIB/flink-table-planner-loader-$FLINK_VERSION.jar" flink-table-planner.jar -d "$WORK"
+        echo "unpacking jars" >&2
+        unzip -q -o $WHEEL_GLOB 'pyflink/lib/*.jar' -d "$WORK"
     fi
 fi
-LIB="$BASE/pyflink/lib"
+[ -f "$LIB/flink-dist-$FLINK_VERSION.jar" ] || { echo "no flink-dist-$FLINK_VERSION.jar in $LIB" >&2; exit 1; }
+PLANNER="$WORK/flink-table-planner.jar"
+if [ ! -f "$PLANNER" ]; then
+    # the planner proper is nested inside the planner loader
+    unzip -q -o "$LIB/flink-table-planner-loader-$FLINK_VERSION.jar" flink-table-planner.jar -d "$WORK"
+fi
 CP="$LIB/flink-dist-$FLINK_VERSION.jar:$LIB/flink-table-runtime-$FLINK_VERSION.jar"
-CP="$CP:$LIB/flink-table-api-java-uber-$FLINK_VERSION.jar:$BASE/flink-table-planner.jar"
-CP="$CP:$LIB/flink-cep-$FLINK_VERSION.jar:$LIB/log4j-api-2.25.3.jar:$LIB/log4j-core-2.25.3.jar:$LIB/log4j-slf4j-impl-2.25.3.jar"
+CP="$CP:$LIB/flink-table-api-java-uber-$FLINK_VERSION.jar:$PLANNER:$LIB/flink-cep-$FLINK_VERSION.jar"
+for j in "$LIB"/log4j-api-*.jar "$LIB"/log4j-core-*.jar "$LIB"/log4j-slf4j-impl-*.jar; do CP="$CP:$j"; done
 
-CLASSES="$WORK/classes"
-rm -rf "$CLASSES"
-mkdir -p "$CLASSES"
+# ---------------------------------------------------------------- compile
+CLASSES="$(mktemp -d "$WORK/classes.XXXXXX")"
+trap 'rm -rf "$CLASSES"' EXIT
 javac -nowarn -encoding UTF-8 -d "$CLASSES" -cp "$CP" $(find "$HERE/src" -name '*.java' | sort)
+cp -r "$HERE/resources/." "$CLASSES/"
 
-rm -rf "$OUT.tmp"
-mkdir -p "$OUT.tmp"
-java -Xmx2g -cp "$CLASSES:$CP" flinkops.CaseGen "$OUT.tmp" $ONLY
-if [ -z "$ONLY" ]; then
-    rm -rf "$OUT"
-    mv "$OUT.tmp" "$OUT"
-else
-    mkdir -p "$OUT"
-    rm -rf "$OUT/$ONLY"
-    mv "$OUT.tmp/$ONLY" "$OUT/$ONLY"
-    rm -rf "$OUT.tmp"
-fi
-echo "cases written to $OUT" >&2
+# ---------------------------------------------------------------- run
+java -Xmx2g -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dfile.encoding=UTF-8 \
+    -Dlog4j.configurationFile="$HERE/log4j2.properties" \
+    -cp "$CP:$CLASSES" flinkoperators.Main "$@"

@@ -20,7 +20,7 @@ fn flink_operator_cases() {
     replay(&Memory, &case_dirs());
 }
 
-/// The cases of the project's own Flink 2.3.0 harness (`compat/flink-operators`).
+/// The cases of the project's own Flink 2.3.0 harness (`compat/flink-operators-quick`).
 #[test]
 fn flink_operator_cases_generated() {
     replay(&Memory, &case_dirs_in(&generated_cases_dir()));

@@ -41,7 +41,7 @@ pub fn cases_dir() -> PathBuf {
     }
 }
 
-/// The cases made by the project's own harness (`compat/flink-operators`).
+/// The cases made by the project's own harness (`compat/flink-operators-quick`).
 pub fn generated_cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/flink-operator-cases-generated")
 }
