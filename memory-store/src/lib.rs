@@ -48,7 +48,9 @@
 //!
 //! # Features
 //!
-//! None.
+//! | feature     | default | enables                                                         |
+//! |-------------|---------|-----------------------------------------------------------------|
+//! | `test-util` | no      | `test_util::MemoryFactory` for the `state-api` conformance suite (not API-stable) |
 
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
@@ -58,6 +60,10 @@ mod map;
 mod store;
 mod table;
 mod timer;
+
+/// Test support: this backend's conformance-suite factory. **Not API-stable.**
+#[cfg(feature = "test-util")]
+pub mod test_util;
 
 pub use map::MemoryMapTable;
 pub use store::MemoryStore;

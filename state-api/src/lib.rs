@@ -104,6 +104,7 @@ mod memory;
 mod registry;
 mod row;
 mod snapshot;
+mod sortkey;
 mod table;
 mod timer;
 mod ttl;
@@ -128,6 +129,7 @@ pub use snapshot::{
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
     encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
 };
+pub use sortkey::{SORT_KEY_VERSION, SortField, decode_sort_key, encode_sort_key};
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
 pub use timer::{
     TimeDomain, Timer, TimerStateStore, TimerTable, decode_timer_batch, encode_timer_batch,
