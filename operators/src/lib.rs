@@ -35,6 +35,7 @@ mod order_key;
 mod spec;
 mod top1;
 mod value;
+mod window;
 
 pub use changelog::{
     ChangelogBatch, is_accumulate, kinds_from_bytes, parse_row_kind, schema_of, short_string,
@@ -49,3 +50,6 @@ pub use spec::{
     AggCall, AggFunction, ChangelogMode, GroupAggSpec, JoinSpec, MiniBatch, SortColumn, Top1Spec,
 };
 pub use top1::{DEFAULT_WINNER_CACHE_BYTES, TOP1_STATE_VERSION, Top1};
+pub use window::{
+    AggPhases, ShiftZone, WINDOW_AGG_STATE_VERSION, WindowAggSpec, WindowAggregate, WindowKind,
+};
