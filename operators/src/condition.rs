@@ -105,7 +105,10 @@ fn tokens(text: &str) -> Vec<String> {
 }
 
 fn is_number(s: &str) -> bool {
-    !s.is_empty() && s.trim_start_matches('-').chars().all(|c| c.is_ascii_digit())
+    !s.is_empty()
+        && s.trim_start_matches('-')
+            .chars()
+            .all(|c| c.is_ascii_digit())
 }
 
 fn unquote(s: &str) -> &str {
@@ -146,7 +149,9 @@ impl JoinCondition {
             if let Ok(i) = t.parse::<i128>() {
                 return Ok(Operand::Integer(i));
             }
-            t.parse::<f64>().map(Operand::Float).map_err(|_| unsupported())
+            t.parse::<f64>()
+                .map(Operand::Float)
+                .map_err(|_| unsupported())
         };
         loop {
             let a = operand(&mut pos)?;
@@ -225,13 +230,16 @@ fn value(o: &Operand, left: &[Scalar], right: &[Scalar]) -> Option<Num> {
     })
 }
 
-#[expect(clippy::cast_precision_loss, reason = "SQL promotes exact numbers to DOUBLE")]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "SQL promotes exact numbers to DOUBLE"
+)]
 fn to_f64(v: i128, scale: i8) -> f64 {
     v as f64 / 10_f64.powi(i32::from(scale))
 }
 
-fn compare(a: &Num, b: &Num) -> Option<Ordering> {
-    match (a, b) {
+fn compare(lhs: &Num, rhs: &Num) -> Option<Ordering> {
+    match (lhs, rhs) {
         (Num::Exact(x, sx), Num::Exact(y, sy)) => {
             let s = (*sx).max(*sy);
             let scale = |v: i128, from: i8| {
@@ -242,8 +250,8 @@ fn compare(a: &Num, b: &Num) -> Option<Ordering> {
             Some(scale(*x, *sx)?.cmp(&scale(*y, *sy)?))
         }
         (Num::Float(x), Num::Float(y)) => x.partial_cmp(y),
-        (Num::Float(x), Num::Exact(y, s)) => x.partial_cmp(&to_f64(*y, *s)),
-        (Num::Exact(x, s), Num::Float(y)) => to_f64(*x, *s).partial_cmp(y),
+        (Num::Float(x), Num::Exact(y, scale)) => x.partial_cmp(&to_f64(*y, *scale)),
+        (Num::Exact(x, scale), Num::Float(y)) => to_f64(*x, *scale).partial_cmp(y),
         (Num::Text(x), Num::Text(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
         (Num::Other(x), Num::Other(y)) => Some(x.total_cmp_java(y)),
         _ => None,

@@ -36,7 +36,7 @@ pub enum Error {
         /// The row index in the batch.
         row: usize,
     },
-    /// The RowKind vector does not match the batch, or a RowKind the operator cannot take
+    /// A `RowKind` the operator cannot take
     /// (e.g. a retraction into an insert-only Top-1).
     #[error("row {row}: row kind {kind} not accepted ({reason})")]
     RowKind {
@@ -47,7 +47,7 @@ pub enum Error {
         /// Why it is refused.
         reason: &'static str,
     },
-    /// The batch and its RowKind vector differ in length.
+    /// The batch and its `RowKind` vector differ in length.
     #[error("batch has {rows} rows but {kinds} row kinds")]
     KindCount {
         /// Rows in the batch.

@@ -2,7 +2,7 @@
 //! `NoUniqueKey` (`JoinRecordStateViews.InputSideHasNoUniqueKey`).
 //!
 //! Per side, one map table: prefix = the join key (see [`KeyEncoder`]), user key = the
-//! whole record as `BinaryRowData` bytes (RowKind erased to `+I`, as Flink erases it before
+//! whole record as `BinaryRowData` bytes (`RowKind` erased to `+I`, as Flink erases it before
 //! the state update), value = the record's count. A probe is a prefix scan of the other
 //! side.
 
@@ -14,9 +14,9 @@ use arrow_schema::{Field, Fields, SchemaRef};
 use keygroup::{KeyGroup, RowKind};
 use sfcs_format::Container;
 use state_api::{
-    CanonicalTable, I64Codec, MapHydration, MapStateStore, MapTable, MemoryPool,
-    MemoryReservation, RestoreSummary, Row, Scalar, SnapshotSummary, UserKeyRange,
-    restore_canonical_snapshot, write_canonical_snapshot,
+    CanonicalTable, I64Codec, MapHydration, MapStateStore, MapTable, MemoryPool, MemoryReservation,
+    RestoreSummary, Row, Scalar, SnapshotSummary, UserKeyRange, restore_canonical_snapshot,
+    write_canonical_snapshot,
 };
 
 use crate::changelog::{ChangelogBatch, is_accumulate, schema_of, validated_rows};
@@ -48,6 +48,10 @@ pub struct InnerJoin<S: MapStateStore> {
     pool: Arc<dyn MemoryPool>,
     probe_cache_bytes: usize,
 }
+
+/// One input row ready for the join: side, kind, values, key group, key, record bytes,
+/// whether the key has a null.
+type Work = (JoinSide, RowKind, Row, KeyGroup, Vec<u8>, Vec<u8>, bool);
 
 /// Decoded records of one (side, join key) reused by the probes of a bundle.
 type Decoded = Vec<(Row, i64)>;
@@ -132,7 +136,7 @@ impl<S: MapStateStore> InnerJoin<S> {
         segments: &[(JoinSide, &ChangelogBatch)],
     ) -> Result<ChangelogBatch> {
         // Validate and encode everything first.
-        let mut work: Vec<(JoinSide, RowKind, Row, KeyGroup, Vec<u8>, Vec<u8>, bool)> = Vec::new();
+        let mut work: Vec<Work> = Vec::new();
         for (side, batch) in segments {
             let s = match side {
                 JoinSide::Left => &mut self.left,
@@ -147,10 +151,15 @@ impl<S: MapStateStore> InnerJoin<S> {
                 work.push((*side, *kind, row, kg, key, record, null_key));
             }
         }
-        let prefixes: Vec<(KeyGroup, &[u8])> =
-            work.iter().map(|w| (w.3, w.4.as_slice())).collect();
-        self.left.table.begin_bundle(MapHydration::prefixes(&prefixes))?;
-        if let Err(e) = self.right.table.begin_bundle(MapHydration::prefixes(&prefixes)) {
+        let prefixes: Vec<(KeyGroup, &[u8])> = work.iter().map(|w| (w.3, w.4.as_slice())).collect();
+        self.left
+            .table
+            .begin_bundle(MapHydration::prefixes(&prefixes))?;
+        if let Err(e) = self
+            .right
+            .table
+            .begin_bundle(MapHydration::prefixes(&prefixes))
+        {
             self.left.table.commit_bundle()?;
             return Err(e.into());
         }
@@ -220,7 +229,11 @@ impl<S: MapStateStore> InnerJoin<S> {
     ) -> Result<()> {
         let cache_key = (!is_left, key.to_vec());
         if !cache.contains_key(&cache_key) {
-            let other = if is_left { &mut self.right } else { &mut self.left };
+            let other = if is_left {
+                &mut self.right
+            } else {
+                &mut self.left
+            };
             let mut decoded: Decoded = Vec::new();
             let mut bytes = 0usize;
             let mut failure = None;

@@ -45,7 +45,11 @@ pub(crate) fn encode(tag: u16, value: &Scalar, out: &mut Vec<u8>) -> bool {
         }
         Scalar::Float32(v) => {
             let bits = if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
-            let key = if bits >> 31 == 1 { !bits } else { bits ^ (1 << 31) };
+            let key = if bits >> 31 == 1 {
+                !bits
+            } else {
+                bits ^ (1 << 31)
+            };
             out.extend_from_slice(&key.to_be_bytes());
         }
         Scalar::Float64(v) => {
@@ -54,7 +58,11 @@ pub(crate) fn encode(tag: u16, value: &Scalar, out: &mut Vec<u8>) -> bool {
             } else {
                 v.to_bits()
             };
-            let key = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+            let key = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits ^ (1 << 63)
+            };
             out.extend_from_slice(&key.to_be_bytes());
         }
         Scalar::Decimal128(v) => {
@@ -82,12 +90,12 @@ pub(crate) fn decode(user_key: &[u8], data_type: &DataType) -> Option<Scalar> {
         DataType::Int16 => {
             Scalar::Int16((u16::from_be_bytes(bytes.try_into().ok()?) ^ 0x8000).cast_signed())
         }
-        DataType::Int32 => Scalar::Int32(
-            (u32::from_be_bytes(bytes.try_into().ok()?) ^ 0x8000_0000).cast_signed(),
-        ),
-        DataType::Date32 => Scalar::Date32(
-            (u32::from_be_bytes(bytes.try_into().ok()?) ^ 0x8000_0000).cast_signed(),
-        ),
+        DataType::Int32 => {
+            Scalar::Int32((u32::from_be_bytes(bytes.try_into().ok()?) ^ 0x8000_0000).cast_signed())
+        }
+        DataType::Date32 => {
+            Scalar::Date32((u32::from_be_bytes(bytes.try_into().ok()?) ^ 0x8000_0000).cast_signed())
+        }
         DataType::Int64 => {
             Scalar::Int64((u64::from_be_bytes(bytes.try_into().ok()?) ^ (1 << 63)).cast_signed())
         }
@@ -96,12 +104,20 @@ pub(crate) fn decode(user_key: &[u8], data_type: &DataType) -> Option<Scalar> {
         ),
         DataType::Float32 => {
             let key = u32::from_be_bytes(bytes.try_into().ok()?);
-            let bits = if key >> 31 == 1 { key ^ (1 << 31) } else { !key };
+            let bits = if key >> 31 == 1 {
+                key ^ (1 << 31)
+            } else {
+                !key
+            };
             Scalar::Float32(f32::from_bits(bits))
         }
         DataType::Float64 => {
             let key = u64::from_be_bytes(bytes.try_into().ok()?);
-            let bits = if key >> 63 == 1 { key ^ (1 << 63) } else { !key };
+            let bits = if key >> 63 == 1 {
+                key ^ (1 << 63)
+            } else {
+                !key
+            };
             Scalar::Float64(f64::from_bits(bits))
         }
         DataType::Decimal128(_, _) => Scalar::Decimal128(
@@ -136,9 +152,15 @@ mod tests {
             f64::NAN,
         ];
         for w in doubles.windows(2) {
-            assert!(key(&Scalar::Float64(w[0])) < key(&Scalar::Float64(w[1])), "{w:?}");
+            assert!(
+                key(&Scalar::Float64(w[0])) < key(&Scalar::Float64(w[1])),
+                "{w:?}"
+            );
         }
-        assert_eq!(key(&Scalar::Float64(f64::NAN)), key(&Scalar::Float64(-f64::NAN)));
+        assert_eq!(
+            key(&Scalar::Float64(f64::NAN)),
+            key(&Scalar::Float64(-f64::NAN))
+        );
         for w in [i64::MIN, -1, 0, 1, i64::MAX].windows(2) {
             assert!(key(&Scalar::Int64(w[0])) < key(&Scalar::Int64(w[1])));
         }

@@ -43,14 +43,14 @@ impl WinnerCache {
 
     /// Admits `key` unless the budget or the pool refuses it (nothing is evicted: the store
     /// always holds the winner, so a miss only costs a read).
-    fn admit(&mut self, key: Vec<u8>, row: Row) {
-        let size = Self::entry_size(&key, &row);
+    fn admit(&mut self, key: &[u8], row: Row) {
+        let size = Self::entry_size(key, &row);
         if self.reservation.size() + size > self.budget || self.reservation.try_grow(size).is_err()
         {
             return;
         }
-        if let Some(old) = self.winners.insert(key.clone(), row) {
-            self.reservation.shrink(Self::entry_size(&key, &old));
+        if let Some(old) = self.winners.insert(key.to_vec(), row) {
+            self.reservation.shrink(Self::entry_size(key, &old));
         }
     }
 
@@ -69,7 +69,7 @@ impl WinnerCache {
         if old > new {
             self.reservation.shrink(old - new);
         }
-        *slot = row.clone();
+        slot.clone_from(row);
     }
 
     fn clear(&mut self) {
@@ -101,7 +101,10 @@ impl<S: KeyedStateStore> Top1<S> {
             return Err(Error::spec("Top-1 without ORDER BY"));
         }
         if let Some(c) = spec.order_by.iter().find(|c| c.column >= spec.input.len()) {
-            return Err(Error::spec(format!("order column {} outside the input", c.column)));
+            return Err(Error::spec(format!(
+                "order column {} outside the input",
+                c.column
+            )));
         }
         let keys = KeyEncoder::try_new(
             &spec.input,
@@ -119,7 +122,13 @@ impl<S: KeyedStateStore> Top1<S> {
         }
         // Flink 2.1+: only an ORDER BY of exactly one DESC column is planned with updates
         // (I,UB,UA,D); any other order is declared insert-only, so no update-before.
-        let one_desc = matches!(spec.order_by.as_slice(), [SortColumn { descending: true, .. }]);
+        let one_desc = matches!(
+            spec.order_by.as_slice(),
+            [SortColumn {
+                descending: true,
+                ..
+            }]
+        );
         let update_before = one_desc && spec.changelog_mode == ChangelogMode::All;
         let pool = Arc::clone(store.config().memory_pool());
         Ok(Self {
@@ -266,7 +275,7 @@ impl<S: KeyedStateStore> Top1<S> {
                         let current = if replaced { row.clone() } else { w };
                         candidates
                             .entry(key.as_slice())
-                            .and_modify(|c| *c = current.clone())
+                            .and_modify(|c| c.clone_from(&current))
                             .or_insert(current);
                     }
                 }
@@ -275,7 +284,7 @@ impl<S: KeyedStateStore> Top1<S> {
         self.winners.commit_bundle()?;
         if self.cache.budget > 0 {
             for (key, winner) in candidates {
-                self.cache.admit(key.to_vec(), winner);
+                self.cache.admit(key, winner);
             }
         }
         ChangelogBatch::from_rows(&self.output, &out)

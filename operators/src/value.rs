@@ -139,7 +139,10 @@ pub(crate) fn avg(sum: &Scalar, count: i64, sum_type: &DataType, result: &DataTy
         clippy::cast_possible_truncation,
         reason = "Java's narrowing cast back to the argument type"
     )]
-    #[expect(clippy::cast_precision_loss, reason = "Java's long-to-float conversion")]
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "Java's long-to-float conversion"
+    )]
     match (sum, sum_type, result) {
         (Scalar::Int8(s), _, _) => Scalar::Int8(i64::from(*s).wrapping_div(count) as i8),
         (Scalar::Int16(s), _, _) => Scalar::Int16(i64::from(*s).wrapping_div(count) as i16),
@@ -189,10 +192,19 @@ mod tests {
 
     #[test]
     fn integer_sums_wrap_and_decimals_overflow_to_null() {
-        assert_eq!(plus(&Scalar::Int64(i64::MAX), &Scalar::Int64(1)), Scalar::Int64(i64::MIN));
-        assert_eq!(plus(&Scalar::Int8(127), &Scalar::Int8(1)), Scalar::Int8(-128));
         assert_eq!(
-            plus(&Scalar::Decimal128(DECIMAL_38_LIMIT - 1), &Scalar::Decimal128(1)),
+            plus(&Scalar::Int64(i64::MAX), &Scalar::Int64(1)),
+            Scalar::Int64(i64::MIN)
+        );
+        assert_eq!(
+            plus(&Scalar::Int8(127), &Scalar::Int8(1)),
+            Scalar::Int8(-128)
+        );
+        assert_eq!(
+            plus(
+                &Scalar::Decimal128(DECIMAL_38_LIMIT - 1),
+                &Scalar::Decimal128(1)
+            ),
             Scalar::Null
         );
         assert_eq!(plus(&Scalar::Null, &Scalar::Int32(1)), Scalar::Null);
@@ -200,14 +212,32 @@ mod tests {
 
     #[test]
     fn avg_truncates_and_rounds_half_up() {
-        assert_eq!(avg(&Scalar::Int64(-7), 2, &DataType::Int64, &DataType::Int64), Scalar::Int64(-3));
-        assert_eq!(avg(&Scalar::Int32(7), 2, &DataType::Int32, &DataType::Int32), Scalar::Int32(3));
+        assert_eq!(
+            avg(&Scalar::Int64(-7), 2, &DataType::Int64, &DataType::Int64),
+            Scalar::Int64(-3)
+        );
+        assert_eq!(
+            avg(&Scalar::Int32(7), 2, &DataType::Int32, &DataType::Int32),
+            Scalar::Int32(3)
+        );
         // 1.00 / 3 = 0.333333; 2.00 / 3 = 0.666667; -2.00 / 3 = -0.666667
-        assert_eq!(decimal_avg_scaled(100, 2, 3, 6), Scalar::Decimal128(333_333));
-        assert_eq!(decimal_avg_scaled(200, 2, 3, 6), Scalar::Decimal128(666_667));
-        assert_eq!(decimal_avg_scaled(-200, 2, 3, 6), Scalar::Decimal128(-666_667));
+        assert_eq!(
+            decimal_avg_scaled(100, 2, 3, 6),
+            Scalar::Decimal128(333_333)
+        );
+        assert_eq!(
+            decimal_avg_scaled(200, 2, 3, 6),
+            Scalar::Decimal128(666_667)
+        );
+        assert_eq!(
+            decimal_avg_scaled(-200, 2, 3, 6),
+            Scalar::Decimal128(-666_667)
+        );
         assert_eq!(decimal_avg_scaled(1, 6, 2, 6), Scalar::Decimal128(1));
-        assert_eq!(avg(&Scalar::Int64(1), 0, &DataType::Int64, &DataType::Int64), Scalar::Null);
+        assert_eq!(
+            avg(&Scalar::Int64(1), 0, &DataType::Int64, &DataType::Int64),
+            Scalar::Null
+        );
     }
 
     #[test]
@@ -216,8 +246,14 @@ mod tests {
         assert!(!sql_gt(&Scalar::Float64(f64::NAN), &Scalar::Float64(1.0)));
         assert!(!sql_lt(&Scalar::Float64(-0.0), &Scalar::Float64(0.0)));
         assert!(field_eq(&Scalar::Float64(-0.0), &Scalar::Float64(0.0)));
-        assert!(!field_eq(&Scalar::Float64(f64::NAN), &Scalar::Float64(f64::NAN)));
-        assert!(java_equals(&Scalar::Float64(f64::NAN), &Scalar::Float64(-f64::NAN)));
+        assert!(!field_eq(
+            &Scalar::Float64(f64::NAN),
+            &Scalar::Float64(f64::NAN)
+        ));
+        assert!(java_equals(
+            &Scalar::Float64(f64::NAN),
+            &Scalar::Float64(-f64::NAN)
+        ));
         assert!(!java_equals(&Scalar::Float64(-0.0), &Scalar::Float64(0.0)));
     }
 }

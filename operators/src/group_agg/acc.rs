@@ -47,7 +47,8 @@ impl<M: MapTable<Codec = I64Codec>> Companion for StateCompanion<'_, M> {
         if count == 0 {
             self.table.remove(self.key_group, self.prefix, user_key)?;
         } else {
-            self.table.put(self.key_group, self.prefix, user_key, count)?;
+            self.table
+                .put(self.key_group, self.prefix, user_key, count)?;
         }
         Ok(())
     }
@@ -57,7 +58,8 @@ impl<M: MapTable<Codec = I64Codec>> Companion for StateCompanion<'_, M> {
         let hi = tag.checked_add(1).map(order_key::tag_bytes);
         let range = UserKeyRange::new(
             Bound::Included(&lo),
-            hi.as_ref().map_or(Bound::Unbounded, |h| Bound::Excluded(h.as_slice())),
+            hi.as_ref()
+                .map_or(Bound::Unbounded, |h| Bound::Excluded(h.as_slice())),
         );
         let direction = if reverse {
             ScanDirection::Reverse
@@ -65,11 +67,16 @@ impl<M: MapTable<Codec = I64Codec>> Companion for StateCompanion<'_, M> {
             ScanDirection::Forward
         };
         let mut found = None;
-        self.table
-            .scan(self.key_group, self.prefix, range, direction, &mut |k, _| {
+        self.table.scan(
+            self.key_group,
+            self.prefix,
+            range,
+            direction,
+            &mut |k, _| {
                 found = Some(k.to_vec());
                 ControlFlow::Break(())
-            })?;
+            },
+        )?;
         Ok(found)
     }
 }
@@ -112,9 +119,9 @@ impl LocalCompanion {
     /// The entries of `tag`.
     fn tagged(&self, tag: u16) -> Vec<(Vec<u8>, i64)> {
         let lo = order_key::tag_bytes(tag).to_vec();
-        let upper = tag
-            .checked_add(1)
-            .map_or(Bound::Unbounded, |t| Bound::Excluded(order_key::tag_bytes(t).to_vec()));
+        let upper = tag.checked_add(1).map_or(Bound::Unbounded, |t| {
+            Bound::Excluded(order_key::tag_bytes(t).to_vec())
+        });
         self.entries
             .range((Bound::Included(lo), upper))
             .map(|(k, v)| (k.clone(), *v))
@@ -265,7 +272,11 @@ fn accumulate_one(
         PhysKind::Sum => {
             if !v.is_null() {
                 let sum = acc_field(acc, o);
-                let new = if sum.is_null() { v.clone() } else { plus(sum, v) };
+                let new = if sum.is_null() {
+                    v.clone()
+                } else {
+                    plus(sum, v)
+                };
                 set_field(acc, o, new);
                 if p.retract {
                     add_count(acc, o + 1, 1);
@@ -417,15 +428,12 @@ fn extreme_retract(
 /// `updateMin` / `updateMax`: the extreme over every entry of the companion.
 fn update_extreme(p: &Phys, acc: &mut [Scalar], companion: &mut dyn Companion) -> Result<()> {
     let (o, tag) = (p.acc_offset, p.tag.unwrap_or(0));
-    match companion.edge(tag, p.kind == PhysKind::Max)? {
-        Some(k) => {
-            let v = decode_value(&k, &p.arg_type)?;
-            set_field(acc, o, v);
-        }
-        None => {
-            set_field(acc, o, Scalar::Null);
-            set_field(acc, o + 1, Scalar::Int64(0));
-        }
+    if let Some(k) = companion.edge(tag, p.kind == PhysKind::Max)? {
+        let v = decode_value(&k, &p.arg_type)?;
+        set_field(acc, o, v);
+    } else {
+        set_field(acc, o, Scalar::Null);
+        set_field(acc, o + 1, Scalar::Int64(0));
     }
     Ok(())
 }
@@ -460,7 +468,11 @@ pub(crate) fn merge(
             PhysKind::Sum => {
                 if !theirs.is_null() {
                     let mine = acc_field(acc, o);
-                    let new = if mine.is_null() { theirs } else { plus(mine, &theirs) };
+                    let new = if mine.is_null() {
+                        theirs
+                    } else {
+                        plus(mine, &theirs)
+                    };
                     set_field(acc, o, new);
                 }
                 if p.retract {

@@ -12,9 +12,9 @@ use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, RowKind};
 use sfcs_format::Container;
 use state_api::{
-    CanonicalTable, I64Codec, KeyedTable, MapHydration, MapStateStore, MapTable,
-    RestoreSummary, Row, RowCodec, Scalar, SnapshotSummary, TtlConfig, UserKeyRange,
-    restore_canonical_snapshot, write_canonical_snapshot,
+    CanonicalTable, I64Codec, KeyedTable, MapHydration, MapStateStore, MapTable, RestoreSummary,
+    Row, RowCodec, Scalar, SnapshotSummary, TtlConfig, UserKeyRange, restore_canonical_snapshot,
+    write_canonical_snapshot,
 };
 
 use self::acc::{LocalCompanion, StateCompanion};
@@ -62,7 +62,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
         let acc = store.open_table(
             &format!("{operator_id}.acc"),
             RowCodec::try_new(plan.acc_fields.clone())?,
-            ttl.clone(),
+            ttl,
         )?;
         let companions = if plan.companion_tags > 0 {
             Some(store.open_map_table(&format!("{operator_id}.companions"), I64Codec, ttl)?)
@@ -165,8 +165,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
                         .plan
                         .phys
                         .get(*sum)
-                        .map(|p| p.result_type.clone())
-                        .unwrap_or(arrow_schema::DataType::Null);
+                        .map_or(arrow_schema::DataType::Null, |p| p.result_type.clone());
                     if s.is_null() {
                         Scalar::Null
                     } else {
@@ -272,16 +271,13 @@ impl<S: MapStateStore> GroupAggregate<S> {
         let mut index: HashMap<&[u8], usize> = HashMap::new();
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
         for (i, (_, key)) in keys.iter().enumerate() {
-            match index.get(key.as_slice()) {
-                Some(&g) => {
-                    if let Some(group) = groups.get_mut(g) {
-                        group.1.push(i);
-                    }
+            if let Some(&g) = index.get(key.as_slice()) {
+                if let Some(group) = groups.get_mut(g) {
+                    group.1.push(i);
                 }
-                None => {
-                    index.insert(key, groups.len());
-                    groups.push((i, vec![i]));
-                }
+            } else {
+                index.insert(key, groups.len());
+                groups.push((i, vec![i]));
             }
         }
         groups
@@ -326,7 +322,14 @@ impl<S: MapStateStore> GroupAggregate<S> {
                         key_group: *kg,
                         prefix: key,
                     };
-                    acc::merge(&self.plan, &mut state, &local, &local_companion, &mut c, &mut key_buf)?;
+                    acc::merge(
+                        &self.plan,
+                        &mut state,
+                        &local,
+                        &local_companion,
+                        &mut c,
+                        &mut key_buf,
+                    )?;
                 }
                 None => acc::merge(
                     &self.plan,

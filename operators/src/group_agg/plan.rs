@@ -131,11 +131,9 @@ impl Builder<'_> {
         match call.args.as_slice() {
             [] => Ok((None, DataType::Int64)),
             [a] => {
-                let field = self
-                    .spec
-                    .input
-                    .get(*a)
-                    .ok_or_else(|| Error::spec(format!("aggregate argument {a} outside the input")))?;
+                let field = self.spec.input.get(*a).ok_or_else(|| {
+                    Error::spec(format!("aggregate argument {a} outside the input"))
+                })?;
                 Ok((Some(*a), field.data_type().clone()))
             }
             _ => Err(Error::unsupported("aggregate with more than one argument")),
@@ -230,6 +228,10 @@ impl Builder<'_> {
 ///
 /// # Errors
 /// [`Error::InvalidSpec`] / [`Error::Unsupported`].
+#[expect(
+    clippy::too_many_lines,
+    reason = "one pass mirroring the planner rule by rule"
+)]
 pub(crate) fn plan(spec: &GroupAggSpec) -> Result<Plan> {
     let mut b = Builder {
         spec,
@@ -247,7 +249,10 @@ pub(crate) fn plan(spec: &GroupAggSpec) -> Result<Plan> {
     for call in &spec.aggregates {
         let (arg, arg_type) = b.arg_type(call)?;
         if arg.is_none() && call.function != AggFunction::CountStar {
-            return Err(Error::spec(format!("{:?} without an argument", call.function)));
+            return Err(Error::spec(format!(
+                "{:?} without an argument",
+                call.function
+            )));
         }
         let d = call.distinct;
         let (projection, out_type) = match call.function {
@@ -407,7 +412,7 @@ mod tests {
                 (PhysKind::Count, Some(2)),
             ]
         );
-        assert_eq!(p.output.field(6).data_type(), &DataType::Decimal128(38, 6));
+        assert_eq!(p.output[6].data_type(), &DataType::Decimal128(38, 6));
         assert!(p.counter.is_none());
     }
 
