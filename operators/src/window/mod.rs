@@ -207,6 +207,11 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         &self.output
     }
 
+    /// The input columns.
+    pub fn input_fields(&self) -> &Fields {
+        &self.spec.input
+    }
+
     /// The operator id.
     pub fn operator_id(&self) -> &str {
         &self.operator_id

@@ -24,9 +24,10 @@ use operators::{
     InnerJoin, JoinSide, JoinSpec, KeyEncoder, MiniBatch, RowKind, SortColumn, Top1, Top1Spec,
     parse_row_kind, schema_of,
 };
+use operators::{AggPhases, WindowAggSpec, WindowAggregate, WindowKind};
 use serde_json::Value as Json;
 use sfcs_format::MemoryContainer;
-use state_api::{MapStateStore, Row, Scalar, StoreConfig};
+use state_api::{MapStateStore, Row, Scalar, StoreConfig, TimerStateStore};
 
 /// The cases directory: env `FLINK_OPERATOR_CASES_DIR` (relative paths from the repository
 /// root) or the committed copy.
@@ -231,6 +232,8 @@ pub enum OperatorSpec {
     Top1(Top1Spec),
     /// An inner join.
     Join(JoinSpec),
+    /// A window aggregate.
+    Window(WindowAggSpec),
 }
 
 /// How a case compares.
@@ -373,12 +376,19 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
             }
             (OperatorSpec::Join(s), None)
         }
+        "window_aggregate" => {
+            let input = fields(&case["inputs"]["input"]).map_err(fail)?;
+            input_names = vec!["input".into()];
+            let s = window_spec(&case, input)?;
+            (OperatorSpec::Window(s), None)
+        }
         other => return Err(Ok(Skip::Unsupported(format!("operator {other}")))),
     };
     let input_fields: Vec<Fields> = match &op {
         OperatorSpec::GroupAgg(s) => vec![s.input.clone()],
         OperatorSpec::Top1(s) => vec![s.input.clone()],
         OperatorSpec::Join(s) => vec![s.left.clone(), s.right.clone()],
+        OperatorSpec::Window(s) => vec![s.input.clone()],
     };
     let mut events = Vec::new();
     let input =
@@ -437,17 +447,18 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
 }
 
 /// A running operator of any kind over stores `S`.
-pub enum Running<S: MapStateStore> {
+pub enum Running<S: MapStateStore + TimerStateStore> {
     GroupAgg(GroupAggregate<S>),
     Top1(Top1<S>),
     Join(InnerJoin<S>),
+    Window(WindowAggregate<S>),
 }
 
 /// Makes the store of subtask `index` of `parallelism` (max parallelism 128): one line per
 /// backend.
 pub trait Backend {
     /// The store type.
-    type Store: MapStateStore;
+    type Store: MapStateStore + TimerStateStore;
     /// The backend's name in the printed lines.
     const NAME: &'static str;
     /// A fresh store.
@@ -475,13 +486,16 @@ pub fn config(parallelism: i32, index: i32) -> StoreConfig {
 pub const OPERATOR_ID: &str = "op";
 
 /// Opens `spec` over `store`.
-pub fn open<S: MapStateStore>(spec: &OperatorSpec, store: &mut S) -> Result<Running<S>, Error> {
+pub fn open<S: MapStateStore + TimerStateStore>(spec: &OperatorSpec, store: &mut S) -> Result<Running<S>, Error> {
     Ok(match spec {
         OperatorSpec::GroupAgg(s) => {
             Running::GroupAgg(GroupAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
         }
         OperatorSpec::Top1(s) => Running::Top1(Top1::try_new(OPERATOR_ID, s.clone(), store)?),
         OperatorSpec::Join(s) => Running::Join(InnerJoin::try_new(OPERATOR_ID, s, store)?),
+        OperatorSpec::Window(s) => {
+            Running::Window(WindowAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
+        }
     })
 }
 
@@ -489,6 +503,7 @@ fn input_fields(spec: &OperatorSpec, side: usize) -> Fields {
     match spec {
         OperatorSpec::GroupAgg(s) => s.input.clone(),
         OperatorSpec::Top1(s) => s.input.clone(),
+        OperatorSpec::Window(s) => s.input.clone(),
         OperatorSpec::Join(s) => {
             if side == 0 {
                 s.left.clone()
@@ -500,11 +515,14 @@ fn input_fields(spec: &OperatorSpec, side: usize) -> Fields {
 }
 
 /// Runs one bundle of events (rows only) through `op`.
-pub fn run_bundle<S: MapStateStore>(
+pub fn run_bundle<S: MapStateStore + TimerStateStore>(
     spec: &OperatorSpec,
     op: &mut Running<S>,
     events: &[Event],
 ) -> Result<Vec<(RowKind, Row)>, Error> {
+    if let Running::Window(w) = op {
+        return run_window_events(w, events);
+    }
     // Consecutive rows of one side form a segment.
     let mut segments: Vec<(usize, Vec<(RowKind, Row)>)> = Vec::new();
     for e in events {
@@ -537,6 +555,7 @@ pub fn run_bundle<S: MapStateStore>(
             }
             out
         }
+        Running::Window(_) => Vec::new(),
         Running::Join(j) => {
             let segs: Vec<(JoinSide, &ChangelogBatch)> = batches
                 .iter()
@@ -584,6 +603,7 @@ pub fn route(spec: &OperatorSpec, side: usize, row: &[Scalar]) -> i32 {
     let (fields, cols) = match spec {
         OperatorSpec::GroupAgg(s) => (s.input.clone(), s.group_by.clone()),
         OperatorSpec::Top1(s) => (s.input.clone(), s.partition_by.clone()),
+        OperatorSpec::Window(s) => (s.input.clone(), s.group_by.clone()),
         OperatorSpec::Join(s) => {
             if side == 0 {
                 (s.left.clone(), s.left_keys.clone())
@@ -627,6 +647,11 @@ pub fn run_parallel<B: Backend>(
                     keygroup::KeyGroup::new(kg).unwrap(),
                 );
                 per[usize::try_from(idx).unwrap()].push(e.clone());
+            } else {
+                // Watermarks reach every subtask.
+                for p in &mut per {
+                    p.push(e.clone());
+                }
             }
         }
         for (op, events) in ops.iter_mut().zip(&per) {
@@ -640,6 +665,7 @@ pub fn run_parallel<B: Backend>(
                     Running::GroupAgg(g) => g.snapshot(&mut c)?,
                     Running::Top1(t) => t.snapshot(&mut c)?,
                     Running::Join(j) => j.snapshot(&mut c)?,
+                    Running::Window(w) => w.snapshot(&mut c)?,
                 };
                 containers.push(c);
             }
@@ -660,6 +686,7 @@ pub fn run_parallel<B: Backend>(
                     Running::GroupAgg(g) => g.restore(&sources)?,
                     Running::Top1(t) => t.restore(&sources)?,
                     Running::Join(j) => j.restore(&sources)?,
+                    Running::Window(w) => w.restore(&sources)?,
                 };
             }
         }
@@ -805,4 +832,75 @@ pub fn compare(case: &Case, actual: &[(RowKind, Row)], compare: Compare) -> Resu
             Ok(())
         }
     }
+}
+
+/// The window aggregate of a `window_aggregate` case: `spec.window`, `config.local_time_zone`,
+/// one or two phases as the plan shows.
+pub fn window_spec(case: &Json, input: Fields) -> Result<WindowAggSpec, Result<Skip, String>> {
+    let spec = &case["spec"];
+    let w = &spec["window"];
+    let ms = |name: &str| w[name].as_i64().ok_or_else(|| Err(format!("window.{name}")));
+    let kind = match w["kind"].as_str().unwrap_or_default() {
+        "TUMBLE" => WindowKind::Tumble {
+            size_ms: ms("size_ms")?,
+        },
+        "HOP" => WindowKind::Hop {
+            size_ms: ms("size_ms")?,
+            slide_ms: ms("slide_ms")?,
+        },
+        "CUMULATE" => WindowKind::Cumulate {
+            size_ms: ms("size_ms")?,
+            step_ms: ms("step_ms")?,
+        },
+        other => return Err(Ok(Skip::Unsupported(format!("window {other}")))),
+    };
+    let mut aggs = Vec::new();
+    for a in spec["aggregates"].as_array().into_iter().flatten() {
+        let f = a["function"].as_str().unwrap_or_default();
+        let function = AggFunction::from_name(f)
+            .ok_or_else(|| Ok(Skip::Unsupported(format!("aggregate {f}"))))?;
+        let mut call = AggCall::new(function, columns(&a["args"]));
+        if a["distinct"].as_bool() == Some(true) {
+            call = call.distinct();
+        }
+        aggs.push(call);
+    }
+    let time_column = usize::try_from(w["time_column"].as_u64().ok_or_else(|| Err("time_column".to_owned()))?).unwrap();
+    let mut s = WindowAggSpec::new(input, kind, time_column, columns(&spec["group_by"]), aggs)
+        .with_offset(w["offset_ms"].as_i64().unwrap_or(0))
+        .with_local_time_zone(case["config"]["local_time_zone"].as_str().unwrap_or("UTC"));
+    if case["plan"].as_str().is_some_and(|p| !p.contains("LocalWindowAggregate")) {
+        s = s.with_phases(AggPhases::OnePhase);
+    }
+    if spec["input_insert_only"].as_bool() == Some(false) {
+        s = s.with_retracting_input();
+    }
+    Ok(s)
+}
+
+/// Runs events through a window aggregate: rows between two watermarks form one bundle;
+/// each watermark fires.
+pub fn run_window_events<S: MapStateStore + TimerStateStore>(
+    w: &mut WindowAggregate<S>,
+    events: &[Event],
+) -> Result<Vec<(RowKind, Row)>, Error> {
+    let schema = schema_of(w.input_fields());
+    let mut out = Vec::new();
+    let mut rows: Vec<(RowKind, Row)> = Vec::new();
+    for e in events {
+        match e {
+            Event::Row { kind, row, .. } => rows.push((*kind, row.clone())),
+            Event::Watermark(t) => {
+                if !rows.is_empty() {
+                    w.process_bundle(&ChangelogBatch::from_rows(&schema, &rows)?)?;
+                    rows.clear();
+                }
+                out.extend(w.process_watermark(*t)?.to_rows()?);
+            }
+        }
+    }
+    if !rows.is_empty() {
+        w.process_bundle(&ChangelogBatch::from_rows(&schema, &rows)?)?;
+    }
+    Ok(out)
 }
