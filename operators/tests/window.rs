@@ -1,5 +1,5 @@
 //! Window aggregate behaviour beyond the Flink fixtures: late rows, watermarks at window
-//! ends, HOP/CUMULATE late-for-the-first-window rows, Flink 2.3.0's TIMESTAMP_LTZ data loss
+//! ends, HOP/CUMULATE late-for-the-first-window rows, Flink 2.3.0's `TIMESTAMP_LTZ` data loss
 //! (fixed here), daylight-saving transitions, one phase vs two phases, and an interrupted run
 //! restored at another parallelism.
 
@@ -31,7 +31,7 @@ fn store(parallelism: i32, index: i32) -> MemoryStore {
     )
 }
 
-/// `k INT, v BIGINT, ts TIMESTAMP(3)` (or TIMESTAMP_LTZ(3)).
+/// `k INT, v BIGINT, ts TIMESTAMP(3)` (or `TIMESTAMP_LTZ(3)`).
 fn input(ltz: bool) -> Fields {
     let tz = ltz.then(|| "UTC".into());
     Fields::from(vec![
@@ -123,7 +123,7 @@ fn late_rows_are_dropped_and_counted_and_a_watermark_at_end_minus_one_fires() {
     let (out, op) = run(
         spec(tumble, false),
         &[
-            Ev::Rows(vec![row(1, 1, 1 * SEC), row(1, 2, 9 * SEC)]),
+            Ev::Rows(vec![row(1, 1, SEC), row(1, 2, 9 * SEC)]),
             // end - 2: nothing fires
             Ev::Watermark(10 * SEC - 2),
             // behind the watermark but its window has not fired: counted
@@ -147,7 +147,9 @@ fn late_rows_are_dropped_and_counted_and_a_watermark_at_end_minus_one_fires() {
 #[test]
 fn several_windows_fire_on_one_watermark() {
     let tumble = WindowKind::Tumble { size_ms: 10 * SEC };
-    let rows: Vec<Row> = (0..6).map(|i| row(i % 2, i64::from(i), i64::from(i) * 10 * SEC)).collect();
+    let rows: Vec<Row> = (0..6)
+        .map(|i| row(i % 2, i64::from(i), i64::from(i) * 10 * SEC))
+        .collect();
     let (out, _) = run(
         spec(tumble, false),
         &[Ev::Rows(rows), Ev::Watermark(60 * SEC)],
@@ -166,7 +168,7 @@ fn hop_row_late_for_its_first_window_counts_in_the_later_ones() {
         spec(hop, false),
         &[
             Ev::Rows(vec![row(1, 1, 5 * SEC)]),
-            Ev::Watermark(10 * SEC - 1), // fires [-30, 10)
+            Ev::Watermark(10 * SEC - 1),        // fires [-30, 10)
             Ev::Rows(vec![row(1, 2, 6 * SEC)]), // late for [-30, 10) only
             Ev::Watermark(i64::MAX),
         ],
@@ -200,10 +202,17 @@ fn cumulate_row_late_for_its_first_step_counts_in_the_later_steps() {
     );
     assert_eq!(
         summary(&out),
-        [(1, 1, 0, 10 * SEC), (1, 2, 0, 20 * SEC), (1, 4, 0, 30 * SEC)]
+        [
+            (1, 1, 0, 10 * SEC),
+            (1, 2, 0, 20 * SEC),
+            (1, 4, 0, 30 * SEC)
+        ]
     );
     // DISTINCT over the merged slices: values 1, 7, 8
-    let last = out.iter().find(|r| r[6] == Scalar::Timestamp(30 * SEC)).unwrap();
+    let last = out
+        .iter()
+        .find(|r| r[6] == Scalar::Timestamp(30 * SEC))
+        .unwrap();
     assert_eq!(last[4], Scalar::Int64(3));
     assert_eq!(last[2], Scalar::Int64(17));
     assert_eq!(op.late_rows(), 0);
@@ -221,8 +230,9 @@ fn hop_size_must_be_a_multiple_of_the_slide() {
     };
     assert!(matches!(err, Error::InvalidSpec { .. }));
     assert!(
-        err.to_string()
-            .contains("HOP table function based aggregate requires size must be an integral multiple of slide"),
+        err.to_string().contains(
+            "HOP table function based aggregate requires size must be an integral multiple of slide"
+        ),
         "{err}"
     );
 }
@@ -230,7 +240,7 @@ fn hop_size_must_be_a_multiple_of_the_slide() {
 /// 2024-01-01T00:00Z.
 const JAN_1: i64 = 1_704_067_200_000;
 
-/// The repro of Flink 2.3.0's TIMESTAMP_LTZ window data loss (README of the Flink operator
+/// The repro of Flink 2.3.0's `TIMESTAMP_LTZ` window data loss (README of the Flink operator
 /// cases): Asia/Shanghai, TUMBLE(1 DAY), rows at 02:00, 04:00, 15:30 UTC, watermarks 03:00,
 /// 15:00, 16:30, end of input. Flink 2.3.0 emits **nothing**; the correct result, emitted
 /// here at the 16:30 watermark, is one window [2024-01-01 00:00, 2024-01-02 00:00) local
@@ -246,7 +256,10 @@ fn ltz_shanghai_window_is_not_lost_as_in_flink_2_3_0() {
         for (rows, wm) in [
             (vec![row(1, 10, JAN_1 + 2 * HOUR)], JAN_1 + 3 * HOUR),
             (vec![row(1, 20, JAN_1 + 4 * HOUR)], JAN_1 + 15 * HOUR),
-            (vec![row(1, 30, JAN_1 + 15 * HOUR + 30 * 60 * SEC)], JAN_1 + 16 * HOUR + 30 * 60 * SEC),
+            (
+                vec![row(1, 30, JAN_1 + 15 * HOUR + 30 * 60 * SEC)],
+                JAN_1 + 16 * HOUR + 30 * 60 * SEC,
+            ),
             (vec![], i64::MAX),
         ] {
             let out = feed(&mut op, &[Ev::Rows(rows), Ev::Watermark(wm)]);
@@ -257,7 +270,11 @@ fn ltz_shanghai_window_is_not_lost_as_in_flink_2_3_0() {
         }
         // window_start / window_end are local date-times (read as UTC).
         assert_eq!(summary(&all), [(1, 3, JAN_1, JAN_1 + DAY)], "{phases:?}");
-        assert_eq!(fired_at_1630.len(), 1, "fires when the watermark passes 16:00 UTC - 1 ms");
+        assert_eq!(
+            fired_at_1630.len(),
+            1,
+            "fires when the watermark passes 16:00 UTC - 1 ms"
+        );
         assert_eq!(all[0][2], Scalar::Int64(60));
         assert_eq!(op.late_rows(), 0);
     }
@@ -291,7 +308,7 @@ fn ltz_kolkata_cumulate_uses_half_hour_boundaries() {
     }
 }
 
-/// America/Los_Angeles leaves daylight saving on 2021-11-07: local 01:00-02:00 happens
+/// `America/Los_Angeles` leaves daylight saving on 2021-11-07: local 01:00-02:00 happens
 /// twice. Both occurrences fall into one local window [01:00, 02:00), whose timer Flink puts
 /// one hour after the first occurrence's end (`toEpochMillsForTimer`): 09:59:59.999 UTC.
 #[test]
@@ -333,7 +350,11 @@ fn workload(seed: u64) -> Vec<Ev> {
             } else {
                 Scalar::Int64(rng.random_range(-5..20))
             };
-            rows.push(vec![Scalar::Int32(rng.random_range(0..20)), v, Scalar::Timestamp(ts)]);
+            rows.push(vec![
+                Scalar::Int32(rng.random_range(0..20)),
+                v,
+                Scalar::Timestamp(ts),
+            ]);
         }
         events.push(Ev::Rows(rows));
         events.push(Ev::Watermark(max - 3 * SEC));
@@ -374,8 +395,11 @@ fn subtask_of(input: &Fields, r: &Row, parallelism: i32) -> usize {
     let mut enc = KeyEncoder::try_new(input, &[0], mp).unwrap();
     let mut buf = Vec::new();
     let kg: KeyGroup = enc.encode(r, &mut buf).unwrap();
-    let idx =
-        keygroup::compute_operator_index_for_key_group(mp, Parallelism::new(parallelism).unwrap(), kg);
+    let idx = keygroup::compute_operator_index_for_key_group(
+        mp,
+        Parallelism::new(parallelism).unwrap(),
+        kg,
+    );
     usize::try_from(idx).unwrap()
 }
 
@@ -410,7 +434,9 @@ fn interrupted_run_restored_at_parallelism_2_equals_the_uninterrupted_run() {
                 .collect();
             assert!(ops.iter().all(|o| o.current_watermark() == wm));
             assert_eq!(
-                ops.iter().map(WindowAggregate::pending_timers).sum::<usize>(),
+                ops.iter()
+                    .map(WindowAggregate::pending_timers)
+                    .sum::<usize>(),
                 {
                     let mut st = store(1, 0);
                     let mut o = WindowAggregate::try_new("w", s.clone(), &mut st).unwrap();
@@ -423,7 +449,9 @@ fn interrupted_run_restored_at_parallelism_2_equals_the_uninterrupted_run() {
                     Ev::Rows(rows) => {
                         let mut per: BTreeMap<usize, Vec<Row>> = BTreeMap::new();
                         for r in rows {
-                            per.entry(subtask_of(&s.input, r, 2)).or_default().push(r.clone());
+                            per.entry(subtask_of(&s.input, r, 2))
+                                .or_default()
+                                .push(r.clone());
                         }
                         for (idx, rows) in per {
                             out.extend(feed(&mut ops[idx], &[Ev::Rows(rows)]));
@@ -436,7 +464,11 @@ fn interrupted_run_restored_at_parallelism_2_equals_the_uninterrupted_run() {
                     }
                 }
             }
-            assert_eq!(multiset(&out), multiset(&expected), "{kind:?} cut after watermark {k}");
+            assert_eq!(
+                multiset(&out),
+                multiset(&expected),
+                "{kind:?} cut after watermark {k}"
+            );
         }
     }
 }

@@ -2,7 +2,7 @@
 //! `HoppingSliceAssigner`, `CumulativeSliceAssigner`).
 //!
 //! Every time here is in window time: epoch millis for TIMESTAMP, local millis for
-//! TIMESTAMP_LTZ (see [`ShiftZone`](super::ShiftZone)). A row at time `t` belongs to exactly
+//! `TIMESTAMP_LTZ` (see [`ShiftZone`](super::ShiftZone)). A row at time `t` belongs to exactly
 //! one slice, identified by its end:
 //!
 //! | kind | slice length | windows of the slice ending at `e` |
@@ -183,25 +183,58 @@ mod tests {
 
     #[test]
     fn hop_slices_and_windows() {
-        let s = Slicing::try_new(WindowKind::Hop { size_ms: 40, slide_ms: 10 }, 0).unwrap();
+        let s = Slicing::try_new(
+            WindowKind::Hop {
+                size_ms: 40,
+                slide_ms: 10,
+            },
+            0,
+        )
+        .unwrap();
         assert_eq!(s.slice_end(25), 30);
         assert_eq!(s.windows_of_slice(30).collect::<Vec<_>>(), [30, 40, 50, 60]);
         assert_eq!(s.window_start_of(60), 20);
         assert_eq!(s.expired_by(60), Some((20, 30)));
-        let err = Slicing::try_new(WindowKind::Hop { size_ms: 25, slide_ms: 10 }, 0).unwrap_err();
-        assert!(err.to_string().contains("integral multiple of slide"), "{err}");
+        let err = Slicing::try_new(
+            WindowKind::Hop {
+                size_ms: 25,
+                slide_ms: 10,
+            },
+            0,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("integral multiple of slide"),
+            "{err}"
+        );
     }
 
     #[test]
     fn cumulate_slices_and_windows() {
-        let s = Slicing::try_new(WindowKind::Cumulate { size_ms: 30, step_ms: 10 }, 0).unwrap();
+        let s = Slicing::try_new(
+            WindowKind::Cumulate {
+                size_ms: 30,
+                step_ms: 10,
+            },
+            0,
+        )
+        .unwrap();
         assert_eq!(s.slice_end(41), 50);
         assert_eq!(s.windows_of_slice(50).collect::<Vec<_>>(), [50, 60]);
         assert_eq!(s.windows_of_slice(40).collect::<Vec<_>>(), [40, 50, 60]);
         assert_eq!(s.window_start_of(50), 30);
         assert_eq!(s.expired_by(50), None);
         assert_eq!(s.expired_by(60), Some((30, 60)));
-        assert!(Slicing::try_new(WindowKind::Cumulate { size_ms: 35, step_ms: 10 }, 0).is_err());
+        assert!(
+            Slicing::try_new(
+                WindowKind::Cumulate {
+                    size_ms: 35,
+                    step_ms: 10
+                },
+                0
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //! A row counts in every window of its slice that has not fired at the current watermark
 //! (`isWindowFired`: `watermark >= timer time of end - 1`); a row with no such window is
 //! dropped and counted in [`WindowAggregate::late_rows`]. Nothing is buffered, so Flink
-//! 2.3.0's TIMESTAMP_LTZ data loss (rows buffered past a local window end whose timer has
+//! 2.3.0's `TIMESTAMP_LTZ` data loss (rows buffered past a local window end whose timer has
 //! already passed) cannot happen here: see the crate README.
 
 mod assigner;
@@ -41,14 +41,14 @@ use arrow_schema::{DataType, Field, Fields, SchemaRef, TimeUnit};
 use keygroup::{KeyGroup, KeyGroupRange, RowKind};
 use sfcs_format::Container;
 use state_api::{
-    CanonicalTable, I64Codec, KeyedTable, MapHydration, MapStateStore,
-    MapTable, RestoreSummary, Row, RowCodec, Scalar, ScanDirection, SnapshotSummary,
-    TimeDomain, TimerStateStore, TimerTable, UserKeyRange, flip_timestamp,
-    restore_canonical_snapshot, unflip_timestamp, write_canonical_snapshot,
+    CanonicalTable, I64Codec, KeyedTable, MapHydration, MapStateStore, MapTable, RestoreSummary,
+    Row, RowCodec, Scalar, ScanDirection, SnapshotSummary, TimeDomain, TimerStateStore, TimerTable,
+    UserKeyRange, flip_timestamp, restore_canonical_snapshot, unflip_timestamp,
+    write_canonical_snapshot,
 };
 
-pub use self::assigner::WindowKind;
 use self::assigner::Slicing;
+pub use self::assigner::WindowKind;
 pub use self::spec::{AggPhases, WindowAggSpec};
 pub use self::zone::ShiftZone;
 use crate::changelog::{ChangelogBatch, is_accumulate, schema_of, short_string, validated_rows};
@@ -129,10 +129,12 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
     /// a timestamp, an unknown time zone), [`Error::Unsupported`], a store error.
     pub fn try_new(operator_id: &str, spec: WindowAggSpec, store: &mut S) -> Result<Self> {
         let slicing = Slicing::try_new(spec.window, spec.offset_ms)?;
-        let time_field = spec
-            .input
-            .get(spec.time_column)
-            .ok_or_else(|| Error::spec(format!("time column {} outside the input", spec.time_column)))?;
+        let time_field = spec.input.get(spec.time_column).ok_or_else(|| {
+            Error::spec(format!(
+                "time column {} outside the input",
+                spec.time_column
+            ))
+        })?;
         let (time_unit, ltz) = match time_field.data_type() {
             DataType::Timestamp(unit, tz) => (*unit, tz.is_some()),
             other => {
@@ -179,8 +181,16 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         let watermark_table =
             store.open_table(&format!("{operator_id}.watermark"), I64Codec, None)?;
         let mut out: Vec<Field> = plan.output.iter().map(|f| f.as_ref().clone()).collect();
-        out.push(Field::new("window_start", DataType::Timestamp(TimeUnit::Millisecond, None), false));
-        out.push(Field::new("window_end", DataType::Timestamp(TimeUnit::Millisecond, None), false));
+        out.push(Field::new(
+            "window_start",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        ));
+        out.push(Field::new(
+            "window_end",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        ));
         Ok(Self {
             operator_id: operator_id.to_owned(),
             key_groups: store.config().key_groups(),
@@ -202,7 +212,7 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
     }
 
     /// The output schema: group keys, aggregates, `window_start`, `window_end`
-    /// (TIMESTAMP(3); local date-times for a TIMESTAMP_LTZ time column).
+    /// (`TIMESTAMP(3)`; local date-times for a `TIMESTAMP_LTZ` time column).
     pub fn output_schema(&self) -> &SchemaRef {
         &self.output
     }
@@ -284,8 +294,7 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         }
         let late = placed.iter().filter(|p| p.is_none()).count();
         self.late_rows = self.late_rows.saturating_add(late as u64);
-        let slice_keys: Vec<[u8; 8]> =
-            placed.iter().flatten().map(|p| ns(p.slice_end)).collect();
+        let slice_keys: Vec<[u8; 8]> = placed.iter().flatten().map(|p| ns(p.slice_end)).collect();
         let entries: Vec<(KeyGroup, &[u8], &[u8])> = placed
             .iter()
             .flatten()
@@ -344,7 +353,12 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         Ok(acc::create(&self.plan))
     }
 
-    fn one_phase(&mut self, rows: &[Row], kinds: &[RowKind], placed: &[Option<Placed>]) -> Result<()> {
+    fn one_phase(
+        &mut self,
+        rows: &[Row],
+        kinds: &[RowKind],
+        placed: &[Option<Placed>],
+    ) -> Result<()> {
         let mut key_buf = Vec::new();
         let mut local = LocalCompanion::default();
         for ((row, kind), p) in rows.iter().zip(kinds).zip(placed) {
@@ -359,10 +373,24 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
                         key_group: p.key_group,
                         prefix: &prefix,
                     };
-                    acc::apply_row(&self.plan, &mut state, row, accumulate, &mut c, &mut key_buf)?;
+                    acc::apply_row(
+                        &self.plan,
+                        &mut state,
+                        row,
+                        accumulate,
+                        &mut c,
+                        &mut key_buf,
+                    )?;
                 }
                 None => {
-                    acc::apply_row(&self.plan, &mut state, row, accumulate, &mut local, &mut key_buf)?;
+                    acc::apply_row(
+                        &self.plan,
+                        &mut state,
+                        row,
+                        accumulate,
+                        &mut local,
+                        &mut key_buf,
+                    )?;
                 }
             }
             self.acc.put(p.key_group, &p.key, &ns(p.slice_end), state)?;
@@ -373,22 +401,38 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
     /// Local pre-aggregation per (key, slice) over the bundle, then one merge into the state
     /// per (key, slice) (`LocalSlicingWindowAggOperator` -> `SlicingWindowOperator` with the
     /// global aggregate's `merge`).
-    fn two_phase(&mut self, rows: &[Row], kinds: &[RowKind], placed: &[Option<Placed>]) -> Result<()> {
+    fn two_phase(
+        &mut self,
+        rows: &[Row],
+        kinds: &[RowKind],
+        placed: &[Option<Placed>],
+    ) -> Result<()> {
         let mut key_buf = Vec::new();
         let mut index: HashMap<(&[u8], i64), usize> = HashMap::new();
         let mut groups: Vec<(usize, Row, LocalCompanion)> = Vec::new();
         for (i, ((row, kind), p)) in rows.iter().zip(kinds).zip(placed).enumerate() {
             let Some(p) = p else { continue };
-            let g = *index.entry((p.key.as_slice(), p.slice_end)).or_insert_with(|| {
-                groups.push((i, acc::create(&self.plan), LocalCompanion::default()));
-                groups.len() - 1
-            });
+            let g = *index
+                .entry((p.key.as_slice(), p.slice_end))
+                .or_insert_with(|| {
+                    groups.push((i, acc::create(&self.plan), LocalCompanion::default()));
+                    groups.len() - 1
+                });
             if let Some((_, local, companion)) = groups.get_mut(g) {
-                acc::apply_row(&self.plan, local, row, is_accumulate(*kind), companion, &mut key_buf)?;
+                acc::apply_row(
+                    &self.plan,
+                    local,
+                    row,
+                    is_accumulate(*kind),
+                    companion,
+                    &mut key_buf,
+                )?;
             }
         }
         for (first, local, local_companion) in groups {
-            let Some(Some(p)) = placed.get(first) else { continue };
+            let Some(Some(p)) = placed.get(first) else {
+                continue;
+            };
             let mut state = self.slice_acc(p)?;
             match self.companions.as_mut() {
                 Some(table) => {
@@ -398,7 +442,14 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
                         key_group: p.key_group,
                         prefix: &prefix,
                     };
-                    acc::merge(&self.plan, &mut state, &local, &local_companion, &mut c, &mut key_buf)?;
+                    acc::merge(
+                        &self.plan,
+                        &mut state,
+                        &local,
+                        &local_companion,
+                        &mut c,
+                        &mut key_buf,
+                    )?;
                 }
                 None => acc::merge(
                     &self.plan,
@@ -431,8 +482,10 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         }
         let mut out = Vec::new();
         if !due.is_empty() {
-            let named: Vec<(KeyGroup, &[u8])> =
-                due.iter().map(|t| (t.key_group, t.key.as_slice())).collect();
+            let named: Vec<(KeyGroup, &[u8])> = due
+                .iter()
+                .map(|t| (t.key_group, t.key.as_slice()))
+                .collect();
             self.acc.begin_bundle(MapHydration::prefixes(&named))?;
             if let Some(c) = self.companions.as_mut()
                 && let Err(e) = c.begin_bundle(MapHydration::none())
@@ -458,7 +511,13 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
 
     /// Emits the window ending at `end` of `key` and drops the slices it was the last
     /// window of.
-    fn fire(&mut self, kg: KeyGroup, key: &[u8], end: i64, out: &mut Vec<(RowKind, Row)>) -> Result<()> {
+    fn fire(
+        &mut self,
+        kg: KeyGroup,
+        key: &[u8],
+        end: i64,
+        out: &mut Vec<(RowKind, Row)>,
+    ) -> Result<()> {
         let start = self.slicing.window_start_of(end);
         let (lo, hi) = (ns(start), ns(end));
         let mut slices: Vec<(i64, Row)> = Vec::new();
@@ -468,12 +527,11 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
             key,
             UserKeyRange::new(Bound::Excluded(&lo), Bound::Included(&hi)),
             ScanDirection::Forward,
-            &mut |k, v| match ns_value(k) {
-                Ok(se) => {
+            &mut |k, v| {
+                if let Ok(se) = ns_value(k) {
                     slices.push((se, v.clone()));
                     ControlFlow::Continue(())
-                }
-                Err(_) => {
+                } else {
                     bad = true;
                     ControlFlow::Break(())
                 }

@@ -25,7 +25,7 @@ pub struct WindowAggSpec {
     pub input: Fields,
     /// The window function.
     pub window: WindowKind,
-    /// The event-time column (TIMESTAMP(p) or TIMESTAMP_LTZ(p)).
+    /// The event-time column (`TIMESTAMP(p)` or `TIMESTAMP_LTZ(p)`).
     pub time_column: usize,
     /// The window offset, ms. Defaults to 0.
     pub offset_ms: i64,
@@ -35,7 +35,7 @@ pub struct WindowAggSpec {
     pub aggregates: Vec<AggCall>,
     /// Whether the input is insert-only. Defaults to `true`.
     pub input_insert_only: bool,
-    /// `table.local-time-zone` (a Java `ZoneId`): shifts the windows of a TIMESTAMP_LTZ
+    /// `table.local-time-zone` (a Java `ZoneId`): shifts the windows of a `TIMESTAMP_LTZ`
     /// time column. Defaults to `UTC`.
     pub local_time_zone: String,
     /// One or two phases. Defaults to [`AggPhases::TwoPhase`].

@@ -1,7 +1,7 @@
-//! The shift time zone of TIMESTAMP_LTZ windows: Flink's `TimeWindowUtil`
+//! The shift time zone of `TIMESTAMP_LTZ` windows: Flink's `TimeWindowUtil`
 //! (`toUtcTimestampMills`, `toEpochMillsForTimer`, `isWindowFired`).
 //!
-//! Windows of a TIMESTAMP_LTZ time attribute are computed on local wall-clock time read as
+//! Windows of a `TIMESTAMP_LTZ` time attribute are computed on local wall-clock time read as
 //! UTC ("local millis"): `local = epoch + offset(epoch)`. A window ending at local `end`
 //! fires when the watermark (epoch millis) reaches `timer_time(end - 1)`:
 //!
@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 
 const MILLIS_PER_HOUR: i64 = 3_600_000;
 
-/// The time zone windows of a TIMESTAMP_LTZ time attribute are shifted to
+/// The time zone windows of a `TIMESTAMP_LTZ` time attribute are shifted to
 /// (`table.local-time-zone`).
 #[derive(Clone)]
 pub struct ShiftZone {
@@ -89,8 +89,8 @@ impl ShiftZone {
                 repr: Repr::Fixed(millis),
             });
         }
-        let tz = TimeZone::get(trimmed)
-            .map_err(|e| Error::spec(format!("time zone {id:?}: {e}")))?;
+        let tz =
+            TimeZone::get(trimmed).map_err(|e| Error::spec(format!("time zone {id:?}: {e}")))?;
         let probe = |ms: i64| offset_at(&tz, ms);
         // 2026-01-15T00:00Z and 2026-07-15T00:00Z.
         let daylight = probe(1_768_435_200_000) != probe(1_784_073_600_000);
@@ -218,7 +218,10 @@ mod tests {
 
     #[test]
     fn fixed_offsets_parse() {
-        assert_eq!(ShiftZone::parse("+05:30").unwrap().to_local(0), 5 * H + 30 * 60_000);
+        assert_eq!(
+            ShiftZone::parse("+05:30").unwrap().to_local(0),
+            5 * H + 30 * 60_000
+        );
         assert_eq!(ShiftZone::parse("GMT-08:00").unwrap().to_local(0), -8 * H);
         assert_eq!(ShiftZone::parse("UTC+8").unwrap().to_local(0), 8 * H);
         assert!(ShiftZone::parse("UTC").unwrap().is_utc());
@@ -234,7 +237,10 @@ mod tests {
         // 2021-03-14 02:00 local lies in the gap: timer at 03:00 PDT = 1615716000000.
         let l_0200 = 1_615_687_200_000; // 2021-03-14T02:00 read as UTC
         assert_eq!(z.timer_time(local(l_0200)), 1_615_716_000_000);
-        assert_eq!(z.timer_time(l_0200 + 59 * 60_000 + 59_000), 1_615_716_000_000);
+        assert_eq!(
+            z.timer_time(l_0200 + 59 * 60_000 + 59_000),
+            1_615_716_000_000
+        );
         // 2021-11-07 01:00 local is repeated: timer at the second 01:00 = 1636275600000.
         let l_0100 = 1_636_246_800_000; // 2021-11-07T01:00 read as UTC
         assert_eq!(z.timer_time(l_0100), 1_636_275_600_000);

@@ -486,7 +486,10 @@ pub fn config(parallelism: i32, index: i32) -> StoreConfig {
 pub const OPERATOR_ID: &str = "op";
 
 /// Opens `spec` over `store`.
-pub fn open<S: MapStateStore + TimerStateStore>(spec: &OperatorSpec, store: &mut S) -> Result<Running<S>, Error> {
+pub fn open<S: MapStateStore + TimerStateStore>(
+    spec: &OperatorSpec,
+    store: &mut S,
+) -> Result<Running<S>, Error> {
     Ok(match spec {
         OperatorSpec::GroupAgg(s) => {
             Running::GroupAgg(GroupAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
@@ -839,7 +842,11 @@ pub fn compare(case: &Case, actual: &[(RowKind, Row)], compare: Compare) -> Resu
 pub fn window_spec(case: &Json, input: Fields) -> Result<WindowAggSpec, Result<Skip, String>> {
     let spec = &case["spec"];
     let w = &spec["window"];
-    let ms = |name: &str| w[name].as_i64().ok_or_else(|| Err(format!("window.{name}")));
+    let ms = |name: &str| {
+        w[name]
+            .as_i64()
+            .ok_or_else(|| Err(format!("window.{name}")))
+    };
     let kind = match w["kind"].as_str().unwrap_or_default() {
         "TUMBLE" => WindowKind::Tumble {
             size_ms: ms("size_ms")?,
@@ -865,11 +872,19 @@ pub fn window_spec(case: &Json, input: Fields) -> Result<WindowAggSpec, Result<S
         }
         aggs.push(call);
     }
-    let time_column = usize::try_from(w["time_column"].as_u64().ok_or_else(|| Err("time_column".to_owned()))?).unwrap();
+    let time_column = usize::try_from(
+        w["time_column"]
+            .as_u64()
+            .ok_or_else(|| Err("time_column".to_owned()))?,
+    )
+    .unwrap();
     let mut s = WindowAggSpec::new(input, kind, time_column, columns(&spec["group_by"]), aggs)
         .with_offset(w["offset_ms"].as_i64().unwrap_or(0))
         .with_local_time_zone(case["config"]["local_time_zone"].as_str().unwrap_or("UTC"));
-    if case["plan"].as_str().is_some_and(|p| !p.contains("LocalWindowAggregate")) {
+    if case["plan"]
+        .as_str()
+        .is_some_and(|p| !p.contains("LocalWindowAggregate"))
+    {
         s = s.with_phases(AggPhases::OnePhase);
     }
     if spec["input_insert_only"].as_bool() == Some(false) {
