@@ -26,8 +26,8 @@
 //! (on insert-only input and on retractions the `-D` comes first; on an accumulate of
 //! retracting input the `+I` comes first, as in `RetractableTopNFunction`).
 //!
-//! RANK() and DENSE_RANK() are refused with Flink's own error: Flink 2.3.0's streaming
-//! planner supports only ROW_NUMBER for Top-N.
+//! `RANK()` and `DENSE_RANK()` are refused with Flink's own error: Flink 2.3.0's streaming
+//! planner supports only `ROW_NUMBER` for Top-N.
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -86,7 +86,7 @@ pub struct TopNSpec {
 }
 
 impl TopNSpec {
-    /// A ROW_NUMBER Top-N of insert-only input in changelog mode all.
+    /// A `ROW_NUMBER` Top-N of insert-only input in changelog mode all.
     pub fn new(
         input: Fields,
         partition_by: Vec<usize>,
@@ -113,7 +113,7 @@ impl TopNSpec {
         self
     }
 
-    /// Sets the ranking function. Defaults to ROW_NUMBER.
+    /// Sets the ranking function. Defaults to `ROW_NUMBER`.
     #[must_use]
     pub fn with_function(mut self, function: RankFunction) -> Self {
         self.function = function;
@@ -158,7 +158,7 @@ impl<S: MapStateStore> TopN<S> {
     /// Opens `spec`'s tables in `store` (`<operator_id>.rows`, `<operator_id>.seq`).
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for RANK / DENSE_RANK (Flink's message) or an order column
+    /// [`Error::Unsupported`] for RANK / `DENSE_RANK` (Flink's message) or an order column
     /// type without a sort key; [`Error::InvalidSpec`] for N = 0 or a column outside the
     /// input; a store error.
     pub fn try_new(operator_id: &str, spec: TopNSpec, store: &mut S) -> Result<Self> {
@@ -181,10 +181,9 @@ impl<S: MapStateStore> TopN<S> {
             .ok_or_else(|| Error::spec(format!("rank limit {}", spec.rank_limit)))?;
         let mut sort_fields = Vec::with_capacity(spec.order_by.len());
         for c in &spec.order_by {
-            let field = spec
-                .input
-                .get(c.column)
-                .ok_or_else(|| Error::spec(format!("order column {} outside the input", c.column)))?;
+            let field = spec.input.get(c.column).ok_or_else(|| {
+                Error::spec(format!("order column {} outside the input", c.column))
+            })?;
             sort_fields.push(
                 SortField::new(field.data_type().clone())
                     .with_descending(c.descending)
@@ -232,14 +231,20 @@ impl<S: MapStateStore> TopN<S> {
     /// The first `n` entries of `prefix`.
     fn head(&mut self, kg: KeyGroup, prefix: &[u8], n: usize) -> Result<Vec<Entry>> {
         let mut out = Vec::with_capacity(n.min(1024));
-        self.rows.scan(kg, prefix, UserKeyRange::all(), ScanDirection::Forward, &mut |k, v| {
-            out.push((k.to_vec(), v.clone()));
-            if out.len() >= n {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        })?;
+        self.rows.scan(
+            kg,
+            prefix,
+            UserKeyRange::all(),
+            ScanDirection::Forward,
+            &mut |k, v| {
+                out.push((k.to_vec(), v.clone()));
+                if out.len() >= n {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        )?;
         Ok(out)
     }
 
@@ -283,8 +288,10 @@ impl<S: MapStateStore> TopN<S> {
             encode_sort_key(&values, &self.sort_fields, &mut sort_key)?;
             placed.push((kg, key, sort_key));
         }
-        let named: Vec<(KeyGroup, &[u8])> =
-            placed.iter().map(|(kg, k, _)| (*kg, k.as_slice())).collect();
+        let named: Vec<(KeyGroup, &[u8])> = placed
+            .iter()
+            .map(|(kg, k, _)| (*kg, k.as_slice()))
+            .collect();
         self.rows.begin_bundle(MapHydration::prefixes(&named))?;
         if let Err(e) = self.seq.begin_bundle(&named) {
             self.rows.commit_bundle()?;
@@ -320,9 +327,9 @@ impl<S: MapStateStore> TopN<S> {
         if accumulate {
             if self.spec.input_insert_only
                 && old.len() >= n
-                && old
-                    .get(n - 1)
-                    .is_some_and(|(worst, _)| sort_key >= worst.get(..worst.len() - 8).unwrap_or(&[]))
+                && old.get(n - 1).is_some_and(|(worst, _)| {
+                    sort_key >= worst.get(..worst.len() - 8).unwrap_or(&[])
+                })
             {
                 // `checkSortKeyInBufferRange`: not better than the N-th row.
                 return Ok(());

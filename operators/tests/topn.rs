@@ -13,9 +13,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Fields, Schema};
 use keygroup::{MaxParallelism, Parallelism, RowKind};
 use memory_store::MemoryStore;
-use operators::{
-    ChangelogBatch, ChangelogMode, Error, RankFunction, SortColumn, TopN, TopNSpec,
-};
+use operators::{ChangelogBatch, ChangelogMode, Error, RankFunction, SortColumn, TopN, TopNSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sfcs_format::{Container, MemoryContainer};
@@ -48,7 +46,11 @@ fn order() -> Vec<SortColumn> {
 
 fn spec(n: u64, rank_number: bool, insert_only: bool) -> TopNSpec {
     let s = TopNSpec::new(input(), vec![0], order(), n, rank_number);
-    if insert_only { s } else { s.with_retracting_input() }
+    if insert_only {
+        s
+    } else {
+        s.with_retracting_input()
+    }
 }
 
 /// The model: every live row per partition in arrival order.
@@ -70,7 +72,9 @@ fn cmp_v(a: &Scalar, b: &Scalar) -> Ordering {
 
 impl Model {
     fn apply(&mut self, kind: RowKind, row: &Row) {
-        let Scalar::Int32(p) = row[0] else { unreachable!() };
+        let Scalar::Int32(p) = row[0] else {
+            unreachable!()
+        };
         let rows = self.parts.entry(p).or_default();
         if matches!(kind, RowKind::Insert | RowKind::UpdateAfter) {
             rows.push(row.clone());
@@ -108,7 +112,11 @@ fn workload(seed: u64, rows: usize, partitions: i32, retract: bool) -> Vec<(RowK
         } else {
             Scalar::Int32(rng.random_range(0..40))
         };
-        vec![Scalar::Int32(rng.random_range(0..partitions)), v, Scalar::Int64(id % 50)]
+        vec![
+            Scalar::Int32(rng.random_range(0..partitions)),
+            v,
+            Scalar::Int64(id % 50),
+        ]
     };
     while out.len() < rows {
         let roll = rng.random_range(0..10);
@@ -146,13 +154,20 @@ struct Sink {
 impl Sink {
     fn apply(&mut self, kind: RowKind, row: &Row, ranked: bool, upsert: bool) {
         if ranked {
-            let Scalar::Int32(p) = row[0] else { unreachable!() };
-            let Scalar::Int64(rank) = row[3] else { unreachable!() };
+            let Scalar::Int32(p) = row[0] else {
+                unreachable!()
+            };
+            let Scalar::Int64(rank) = row[3] else {
+                unreachable!()
+            };
             let key = (p, usize::try_from(rank).unwrap());
             let value = row[..3].to_vec();
             match kind {
                 RowKind::Insert => {
-                    assert!(self.ranked.insert(key, value).is_none(), "+I over a live rank");
+                    assert!(
+                        self.ranked.insert(key, value).is_none(),
+                        "+I over a live rank"
+                    );
                 }
                 RowKind::UpdateAfter => {
                     let prev = self.ranked.insert(key, value);
@@ -161,7 +176,11 @@ impl Sink {
                 }
                 RowKind::UpdateBefore | RowKind::Delete => {
                     assert!(!upsert || kind == RowKind::Delete, "-U in upsert mode");
-                    assert_eq!(self.ranked.remove(&key), Some(value), "{kind:?} of another row");
+                    assert_eq!(
+                        self.ranked.remove(&key),
+                        Some(value),
+                        "{kind:?} of another row"
+                    );
                 }
             }
         } else {
@@ -194,9 +213,12 @@ fn check(n: u64, rank_number: bool, insert_only: bool, mode: ChangelogMode, seed
     let input = workload(seed, 1500, 6, !insert_only);
     let schema = Arc::new(Schema::new(self::input()));
     let mut st = store(1, 0);
-    let mut op =
-        TopN::try_new("t", spec(n, rank_number, insert_only).with_changelog_mode(mode), &mut st)
-            .unwrap();
+    let mut op = TopN::try_new(
+        "t",
+        spec(n, rank_number, insert_only).with_changelog_mode(mode),
+        &mut st,
+    )
+    .unwrap();
     let mut model = Model::default();
     let mut sink = Sink::default();
     let n_usize = usize::try_from(n).unwrap();
@@ -222,7 +244,11 @@ fn check(n: u64, rank_number: bool, insert_only: bool, mode: ChangelogMode, seed
         if rank_number {
             assert_eq!(sink.ranked, top, "N = {n}, after input row {i}");
         } else {
-            assert_eq!(sink.rows, Sink::multiset_of(&top), "N = {n}, after input row {i}");
+            assert_eq!(
+                sink.rows,
+                Sink::multiset_of(&top),
+                "N = {n}, after input row {i}"
+            );
         }
     }
     assert!(changes > 0);
@@ -230,7 +256,11 @@ fn check(n: u64, rank_number: bool, insert_only: bool, mode: ChangelogMode, seed
     let mut c = MemoryContainer::new();
     let summary = op.snapshot(&mut c).unwrap();
     if insert_only {
-        assert!(summary.rows <= 6 * (n_usize + 1), "{} rows kept", summary.rows);
+        assert!(
+            summary.rows <= 6 * (n_usize + 1),
+            "{} rows kept",
+            summary.rows
+        );
     }
 }
 
@@ -303,13 +333,22 @@ fn changelog_of_a_small_example() {
 fn rank_and_dense_rank_are_refused_as_by_flink() {
     let mut st = store(1, 0);
     for (f, msg) in [
-        (RankFunction::Rank, "RANK() on streaming table is not supported currently"),
-        (RankFunction::DenseRank, "DENSE_RANK() on streaming table is not supported currently"),
+        (
+            RankFunction::Rank,
+            "RANK() on streaming table is not supported currently",
+        ),
+        (
+            RankFunction::DenseRank,
+            "DENSE_RANK() on streaming table is not supported currently",
+        ),
     ] {
         let Err(e) = TopN::try_new("t", spec(3, true, true).with_function(f), &mut st) else {
             panic!("accepted")
         };
-        assert!(matches!(e, Error::Unsupported { .. }) && e.to_string().contains(msg), "{e}");
+        assert!(
+            matches!(e, Error::Unsupported { .. }) && e.to_string().contains(msg),
+            "{e}"
+        );
     }
 }
 
@@ -349,14 +388,20 @@ fn snapshot_restore_at_parallelism_2_continues_identically() {
     for (k, r) in rest {
         let mut buf = Vec::new();
         let kg = enc.encode(r, &mut buf).unwrap();
-        let idx = keygroup::compute_operator_index_for_key_group(mp, Parallelism::new(2).unwrap(), kg);
-        got.extend(run_all(&[(*k, r.clone())], &mut ops[usize::try_from(idx).unwrap()]));
+        let idx =
+            keygroup::compute_operator_index_for_key_group(mp, Parallelism::new(2).unwrap(), kg);
+        got.extend(run_all(
+            &[(*k, r.clone())],
+            &mut ops[usize::try_from(idx).unwrap()],
+        ));
     }
     // per partition the changelog is identical; across partitions only the order differs
     let by_partition = |rows: &[(RowKind, Row)]| {
         let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (k, r) in rows {
-            m.entry(format!("{:?}", r[0])).or_default().push(format!("{k:?} {r:?}"));
+            m.entry(format!("{:?}", r[0]))
+                .or_default()
+                .push(format!("{k:?} {r:?}"));
         }
         m
     };
