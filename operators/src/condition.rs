@@ -6,9 +6,11 @@
 //! ```text
 //! condition  := comparison ( AND comparison )*
 //! comparison := operand ( = | <> | != | < | <= | > | >= ) operand
-//! operand    := side . column | integer | decimal | 'string'
+//! operand    := side . column | column | integer | decimal | 'string'
 //! side       := `left` | left | `right` | right        column := `name` | name
 //! ```
+//!
+//! An unqualified column must name a column of exactly one input.
 //!
 //! A comparison with a `NULL` operand is not true (SQL three-valued logic in a WHERE), and
 //! a NaN compares unordered (every comparison but `<>` is false), as Java's primitive
@@ -146,6 +148,18 @@ impl JoinCondition {
                 return Ok(Operand::Column(side, index, field.data_type().clone()));
             }
             *pos += 1;
+            // An unqualified column: its name must be unique over both inputs.
+            let name = unquote(t);
+            match (left.find(name), right.find(name)) {
+                (Some((i, f)), None) => {
+                    return Ok(Operand::Column(JoinSide::Left, i, f.data_type().clone()));
+                }
+                (None, Some((i, f))) => {
+                    return Ok(Operand::Column(JoinSide::Right, i, f.data_type().clone()));
+                }
+                (Some(_), Some(_)) => return Err(unsupported()),
+                (None, None) => {}
+            }
             if let Ok(i) = t.parse::<i128>() {
                 return Ok(Operand::Integer(i));
             }
@@ -284,6 +298,8 @@ mod tests {
         assert!(c.eval(&l(Some(3)), &r(0)));
         assert!(!c.eval(&l(Some(3)), &r(-1)));
         assert!(JoinCondition::parse("lx + 1 < rx", &left, &right).is_err());
+        let c = JoinCondition::parse("lx < rx", &left, &right).unwrap();
+        assert!(c.eval(&l(Some(2)), &r(3)));
         assert!(JoinCondition::parse("`left`.nope < 1", &left, &right).is_err());
     }
 }

@@ -228,46 +228,59 @@ impl<S: MapStateStore> InnerJoin<S> {
         out: &mut Vec<(RowKind, Row)>,
     ) -> Result<()> {
         let cache_key = (!is_left, key.to_vec());
-        if !cache.contains_key(&cache_key) {
-            let other = if is_left {
-                &mut self.right
-            } else {
-                &mut self.left
-            };
-            let mut decoded: Decoded = Vec::new();
-            let mut bytes = 0usize;
-            let mut failure = None;
-            other.table.scan(
-                kg,
-                key,
-                UserKeyRange::all(),
-                state_api::ScanDirection::Forward,
-                &mut |record, count| match other.records.decode(record) {
-                    Ok(r) => {
-                        bytes += record.len() * 2 + std::mem::size_of::<(Row, i64)>();
-                        decoded.push((r, *count));
-                        ControlFlow::Continue(())
-                    }
-                    Err(e) => {
-                        failure = Some(e);
-                        ControlFlow::Break(())
-                    }
-                },
-            )?;
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            let admitted = bytes <= self.probe_cache_bytes.saturating_sub(reservation.size())
-                && reservation.try_grow(bytes).is_ok();
-            if !admitted {
-                // Not cached: the records are emitted from this one decode and dropped.
-                emit(self.condition.as_ref(), is_left, kind, row, &decoded, out);
-                return Ok(());
-            }
-            cache.insert(cache_key.clone(), decoded);
-        }
         if let Some(decoded) = cache.get(&cache_key) {
             emit(self.condition.as_ref(), is_left, kind, row, decoded, out);
+            return Ok(());
+        }
+        let condition = self.condition.as_ref();
+        let budget = self.probe_cache_bytes;
+        let other = if is_left {
+            &mut self.right
+        } else {
+            &mut self.left
+        };
+        let (table, records) = (&mut other.table, &other.records);
+        // Decode into the cache while the reservation grows; once it is refused, emit what
+        // was decoded and go on lazily, one record at a time (holding nothing more).
+        let mut decoded: Decoded = Vec::new();
+        let mut cached_bytes = 0usize;
+        let mut lazy = false;
+        let mut failure = None;
+        table.scan(
+            kg,
+            key,
+            UserKeyRange::all(),
+            state_api::ScanDirection::Forward,
+            &mut |record, count| {
+                let r = match records.decode(record) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        failure = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                };
+                if !lazy {
+                    let bytes = record.len() * 2 + std::mem::size_of::<(Row, i64)>();
+                    if cached_bytes + bytes <= budget && reservation.try_grow(bytes).is_ok() {
+                        cached_bytes += bytes;
+                        decoded.push((r, *count));
+                        return ControlFlow::Continue(());
+                    }
+                    lazy = true;
+                    emit(condition, is_left, kind, row, &decoded, out);
+                    decoded.clear();
+                    reservation.shrink(cached_bytes);
+                }
+                emit(condition, is_left, kind, row, &[(r, *count)], out);
+                ControlFlow::Continue(())
+            },
+        )?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if !lazy {
+            emit(condition, is_left, kind, row, &decoded, out);
+            cache.insert(cache_key, decoded);
         }
         Ok(())
     }

@@ -17,6 +17,43 @@
 //! restores from them at any parallelism. The crate README lists exactly which Flink SQL
 //! shapes each operator reproduces.
 //!
+//! # Example
+//!
+//! ```
+//! use arrow_schema::{DataType, Field, Fields};
+//! use keygroup::{MaxParallelism, Parallelism};
+//! use memory_store::MemoryStore;
+//! use operators::{AggCall, AggFunction, ChangelogBatch, GroupAggSpec, GroupAggregate, RowKind};
+//! use state_api::{Scalar, StoreConfig};
+//!
+//! let input = Fields::from(vec![
+//!     Field::new("k", DataType::Utf8, false),
+//!     Field::new("v", DataType::Int64, true),
+//! ]);
+//! // SELECT k, COUNT(*), MAX(v) FROM input GROUP BY k, on a retracting input.
+//! let spec = GroupAggSpec::new(
+//!     input.clone(),
+//!     vec![0],
+//!     vec![AggCall::new(AggFunction::CountStar, vec![]), AggCall::new(AggFunction::Max, vec![1])],
+//!     false,
+//! );
+//! let mp = MaxParallelism::new(128)?;
+//! let mut store = MemoryStore::new(StoreConfig::for_subtask(mp, Parallelism::new(1)?, 0)?);
+//! let mut agg = GroupAggregate::try_new("agg-1", spec, &mut store)?;
+//!
+//! let row = |k: &str, v: i64| vec![Scalar::Utf8(k.into()), Scalar::Int64(v)];
+//! let bundle = ChangelogBatch::from_rows(
+//!     &operators::schema_of(&input),
+//!     &[(RowKind::Insert, row("a", 5)), (RowKind::Insert, row("a", 9)), (RowKind::Delete, row("a", 9))],
+//! )?;
+//! let out = agg.process_bundle(&bundle)?;
+//! let kinds: Vec<&str> = out.kinds().iter().map(|k| operators::short_string(*k)).collect();
+//! assert_eq!(kinds, ["+I", "-U", "+U", "-U", "+U"]);
+//! // The last change: MAX back to 5 after its retraction (one ordered seek).
+//! assert_eq!(out.to_rows()?[4].1, [Scalar::Utf8("a".into()), Scalar::Int64(1), Scalar::Int64(5)]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Features
 //!
 //! None.

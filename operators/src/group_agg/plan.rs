@@ -412,7 +412,7 @@ mod tests {
                 (PhysKind::Count, Some(2)),
             ]
         );
-        assert_eq!(p.output[6].data_type(), &DataType::Decimal128(38, 6));
+        assert_eq!(p.output[5].data_type(), &DataType::Decimal128(38, 6));
         assert!(p.counter.is_none());
     }
 
