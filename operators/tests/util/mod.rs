@@ -24,7 +24,9 @@ use operators::{
     InnerJoin, JoinSide, JoinSpec, KeyEncoder, MiniBatch, RowKind, SortColumn, Top1, Top1Spec,
     parse_row_kind, schema_of,
 };
-use operators::{AggPhases, WindowAggSpec, WindowAggregate, WindowKind};
+use operators::{
+    AggPhases, RankFunction, TopN, TopNSpec, WindowAggSpec, WindowAggregate, WindowKind,
+};
 use serde_json::Value as Json;
 use sfcs_format::MemoryContainer;
 use state_api::{MapStateStore, Row, Scalar, StoreConfig, TimerStateStore};
@@ -234,6 +236,8 @@ pub enum OperatorSpec {
     Join(JoinSpec),
     /// A window aggregate.
     Window(WindowAggSpec),
+    /// A Top-N (`operator = "topn"`).
+    TopN(TopNSpec),
 }
 
 /// How a case compares.
@@ -382,6 +386,51 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
             let s = window_spec(&case, input)?;
             (OperatorSpec::Window(s), None)
         }
+        "topn" => {
+            let input = fields(&case["inputs"]["input"]).map_err(fail)?;
+            input_names = vec!["input".into()];
+            let lines = std::fs::read_to_string(dir.join("input.jsonl"))
+                .map_err(|e| fail(e.to_string()))?;
+            let insert_only = !["\"-U\"", "\"+U\"", "\"-D\""]
+                .iter()
+                .any(|k| lines.contains(k));
+            let order_by = spec["order_by"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|o| SortColumn {
+                    column: usize::try_from(o["column"].as_u64().unwrap_or(0)).unwrap(),
+                    descending: o["descending"].as_bool().unwrap_or(false),
+                    nulls_last: o["nulls_last"].as_bool().unwrap_or(false),
+                })
+                .collect();
+            let partition_by = columns(&spec["partition_by"]);
+            let rank_number = spec["output_rank_number"].as_bool().unwrap_or(false);
+            let function = match spec["rank_function"].as_str().unwrap_or("ROW_NUMBER") {
+                "ROW_NUMBER" => RankFunction::RowNumber,
+                "RANK" => RankFunction::Rank,
+                "DENSE_RANK" => RankFunction::DenseRank,
+                other => return Err(Ok(Skip::Unsupported(format!("rank function {other}")))),
+            };
+            let mut s = TopNSpec::new(
+                input.clone(),
+                partition_by.clone(),
+                order_by,
+                spec["rank_limit"].as_u64().unwrap_or(1),
+                rank_number,
+            )
+            .with_function(function)
+            .with_changelog_mode(mode);
+            if !insert_only {
+                s = s.with_retracting_input();
+            }
+            let unique = rank_number.then(|| {
+                let mut k = partition_by.clone();
+                k.push(input.len());
+                k
+            });
+            (OperatorSpec::TopN(s), unique)
+        }
         other => return Err(Ok(Skip::Unsupported(format!("operator {other}")))),
     };
     let input_fields: Vec<Fields> = match &op {
@@ -389,6 +438,7 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
         OperatorSpec::Top1(s) => vec![s.input.clone()],
         OperatorSpec::Join(s) => vec![s.left.clone(), s.right.clone()],
         OperatorSpec::Window(s) => vec![s.input.clone()],
+        OperatorSpec::TopN(s) => vec![s.input.clone()],
     };
     let mut events = Vec::new();
     let input =
@@ -452,6 +502,7 @@ pub enum Running<S: MapStateStore + TimerStateStore> {
     Top1(Top1<S>),
     Join(InnerJoin<S>),
     Window(WindowAggregate<S>),
+    TopN(TopN<S>),
 }
 
 /// Makes the store of subtask `index` of `parallelism` (max parallelism 128): one line per
@@ -499,6 +550,7 @@ pub fn open<S: MapStateStore + TimerStateStore>(
         OperatorSpec::Window(s) => {
             Running::Window(WindowAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
         }
+        OperatorSpec::TopN(s) => Running::TopN(TopN::try_new(OPERATOR_ID, s.clone(), store)?),
     })
 }
 
@@ -507,6 +559,7 @@ fn input_fields(spec: &OperatorSpec, side: usize) -> Fields {
         OperatorSpec::GroupAgg(s) => s.input.clone(),
         OperatorSpec::Top1(s) => s.input.clone(),
         OperatorSpec::Window(s) => s.input.clone(),
+        OperatorSpec::TopN(s) => s.input.clone(),
         OperatorSpec::Join(s) => {
             if side == 0 {
                 s.left.clone()
@@ -559,6 +612,13 @@ pub fn run_bundle<S: MapStateStore + TimerStateStore>(
             out
         }
         Running::Window(_) => Vec::new(),
+        Running::TopN(t) => {
+            let mut out = Vec::new();
+            for (_, b) in &batches {
+                out.extend(t.process_bundle(b)?.to_rows()?);
+            }
+            out
+        }
         Running::Join(j) => {
             let segs: Vec<(JoinSide, &ChangelogBatch)> = batches
                 .iter()
@@ -607,6 +667,7 @@ pub fn route(spec: &OperatorSpec, side: usize, row: &[Scalar]) -> i32 {
         OperatorSpec::GroupAgg(s) => (s.input.clone(), s.group_by.clone()),
         OperatorSpec::Top1(s) => (s.input.clone(), s.partition_by.clone()),
         OperatorSpec::Window(s) => (s.input.clone(), s.group_by.clone()),
+        OperatorSpec::TopN(s) => (s.input.clone(), s.partition_by.clone()),
         OperatorSpec::Join(s) => {
             if side == 0 {
                 (s.left.clone(), s.left_keys.clone())
@@ -669,6 +730,7 @@ pub fn run_parallel<B: Backend>(
                     Running::Top1(t) => t.snapshot(&mut c)?,
                     Running::Join(j) => j.snapshot(&mut c)?,
                     Running::Window(w) => w.snapshot(&mut c)?,
+                    Running::TopN(t) => t.snapshot(&mut c)?,
                 };
                 containers.push(c);
             }
@@ -690,6 +752,7 @@ pub fn run_parallel<B: Backend>(
                     Running::Top1(t) => t.restore(&sources)?,
                     Running::Join(j) => j.restore(&sources)?,
                     Running::Window(w) => w.restore(&sources)?,
+                    Running::TopN(t) => t.restore(&sources)?,
                 };
             }
         }
