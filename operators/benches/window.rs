@@ -29,7 +29,11 @@ fn fields() -> Fields {
     Fields::from(vec![
         Field::new("k", DataType::Int64, false),
         Field::new("v", DataType::Int64, true),
-        Field::new("ts", DataType::Timestamp(TimeUnit::Millisecond, None), false),
+        Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        ),
     ])
 }
 
@@ -59,7 +63,10 @@ fn workload(seed: u64) -> Vec<(ChangelogBatch, i64)> {
                 )
             })
             .collect();
-        out.push((ChangelogBatch::from_rows(&schema, &rows).expect("batch"), max - 2_000));
+        out.push((
+            ChangelogBatch::from_rows(&schema, &rows).expect("batch"),
+            max - 2_000,
+        ));
     }
     out
 }
