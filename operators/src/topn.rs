@@ -22,9 +22,8 @@
 //!
 //! With the rank number: for every rank whose row changed, `-U old` / `+U new` at that rank
 //! (`+U` alone in upsert mode), `+I` for a rank that was empty, `-D` for a rank that became
-//! empty, in rank order. Without it: rows leaving the top N as `-D`, rows entering as `+I`
-//! (on insert-only input and on retractions the `-D` comes first; on an accumulate of
-//! retracting input the `+I` comes first, as in `RetractableTopNFunction`).
+//! empty, in rank order. Without it: rows leaving the top N as `-D`, then rows entering as
+//! `+I`.
 //!
 //! `RANK()` and `DENSE_RANK()` are refused with Flink's own error: Flink 2.3.0's streaming
 //! planner supports only `ROW_NUMBER` for Top-N.
@@ -380,7 +379,7 @@ impl<S: MapStateStore> TopN<S> {
         if self.spec.output_rank_number {
             self.emit_ranked(old_top, new_top, out);
         } else {
-            self.emit_unranked(old_top, new_top, accumulate, out);
+            Self::emit_unranked(old_top, new_top, out);
         }
         Ok(())
     }
@@ -401,13 +400,7 @@ impl<S: MapStateStore> TopN<S> {
         }
     }
 
-    fn emit_unranked(
-        &self,
-        old: &[Entry],
-        new: &[Entry],
-        accumulate: bool,
-        out: &mut Vec<(RowKind, Row)>,
-    ) {
+    fn emit_unranked(old: &[Entry], new: &[Entry], out: &mut Vec<(RowKind, Row)>) {
         let old_keys: HashSet<&[u8]> = old.iter().map(|o| o.0.as_slice()).collect();
         let new_keys: HashSet<&[u8]> = new.iter().map(|n| n.0.as_slice()).collect();
         let left: Vec<(RowKind, Row)> = old
@@ -420,13 +413,8 @@ impl<S: MapStateStore> TopN<S> {
             .filter(|n| !old_keys.contains(n.0.as_slice()))
             .map(|n| (RowKind::Insert, n.1.clone()))
             .collect();
-        if accumulate && !self.spec.input_insert_only {
-            out.extend(entered);
-            out.extend(left);
-        } else {
-            out.extend(left);
-            out.extend(entered);
-        }
+        out.extend(left);
+        out.extend(entered);
     }
 
     /// Writes the canonical snapshot (rows and sequence numbers) into `container`.
