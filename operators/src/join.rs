@@ -122,6 +122,11 @@ impl<S: MapStateStore> InnerJoin<S> {
         self
     }
 
+    /// The operator id (the snapshot's operator id).
+    pub fn operator_id(&self) -> &str {
+        &self.operator_id
+    }
+
     /// The output schema: the left columns, then the right columns.
     pub fn output_schema(&self) -> &SchemaRef {
         &self.output

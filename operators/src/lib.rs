@@ -64,6 +64,7 @@
 
 mod changelog;
 mod condition;
+mod driver;
 mod error;
 mod group_agg;
 mod join;
@@ -79,6 +80,7 @@ pub use changelog::{
     ChangelogBatch, is_accumulate, kinds_from_bytes, parse_row_kind, schema_of, short_string,
 };
 pub use condition::{JoinCondition, JoinSide};
+pub use driver::{OneInputOperator, StatefulOperator, TwoInputOperator, run_bundles};
 pub use error::{Error, Result};
 pub use group_agg::{GROUP_AGG_STATE_VERSION, GroupAggregate};
 pub use join::{DEFAULT_PROBE_CACHE_BYTES, InnerJoin, JOIN_STATE_VERSION};

@@ -158,6 +158,11 @@ impl<S: KeyedStateStore> Top1<S> {
         self
     }
 
+    /// The operator id (the snapshot's operator id).
+    pub fn operator_id(&self) -> &str {
+        &self.operator_id
+    }
+
     /// The output schema: the input columns (+ `rn`, BIGINT, when requested).
     pub fn output_schema(&self) -> &SchemaRef {
         &self.output

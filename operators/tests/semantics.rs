@@ -450,3 +450,46 @@ fn join_probe_cache_is_transparent() {
     assert_rows(&run(0), &reference);
     assert_rows(&run(500), &reference);
 }
+
+/// Hosts drive any one-input operator through the trait, bundle by bundle, and move its
+/// state through canonical snapshots under its operator id and version.
+#[test]
+fn driver_runs_operators_behind_the_trait() {
+    use operators::{OneInputOperator, run_bundles};
+    let f = fields(&[DataType::Int32, DataType::Int64]);
+    let bundles = vec![
+        batch(&f, &[(I, vec![k(1), l(3)]), (I, vec![k(2), l(4)])]),
+        batch(&f, &[(I, vec![k(1), l(9)])]),
+    ];
+    let mut st = store();
+    let agg = GroupAggSpec::new(
+        f.clone(),
+        vec![0],
+        vec![AggCall::new(AggFunction::Max, vec![1])],
+        true,
+    );
+    let top = Top1Spec::new(
+        f.clone(),
+        vec![0],
+        vec![SortColumn {
+            column: 1,
+            descending: true,
+            nulls_last: true,
+        }],
+        false,
+    );
+    let mut ops: Vec<Box<dyn OneInputOperator>> = vec![
+        Box::new(GroupAggregate::try_new("g", agg, &mut st).unwrap()),
+        Box::new(Top1::try_new("t", top, &mut st).unwrap()),
+    ];
+    for op in &mut ops {
+        let out = run_bundles(op.as_mut(), &bundles).unwrap();
+        let kinds: Vec<RowKind> = out.iter().flat_map(|b| b.kinds().to_vec()).collect();
+        assert_eq!(kinds, [I, I, UB, UA], "{}", op.operator_id());
+        assert_eq!(op.state_version(), 1);
+        let mut c = sfcs_format::MemoryContainer::new();
+        let summary = op.snapshot(&mut c).unwrap();
+        assert_eq!(summary.rows, 2, "{}", op.operator_id());
+        assert_eq!(op.restore(&[&c]).unwrap().rows, 2);
+    }
+}
