@@ -446,3 +446,31 @@ impl<S: MapStateStore> TopN<S> {
         )?)
     }
 }
+
+impl<S: MapStateStore> crate::driver::StatefulOperator for TopN<S> {
+    fn operator_id(&self) -> &str {
+        &self.operator_id
+    }
+
+    fn state_version(&self) -> u32 {
+        TOPN_STATE_VERSION
+    }
+
+    fn output_schema(&self) -> &SchemaRef {
+        &self.output
+    }
+
+    fn snapshot(&self, container: &mut dyn Container) -> Result<SnapshotSummary> {
+        TopN::snapshot(self, container)
+    }
+
+    fn restore(&mut self, sources: &[&dyn Container]) -> Result<RestoreSummary> {
+        TopN::restore(self, sources)
+    }
+}
+
+impl<S: MapStateStore> crate::driver::OneInputOperator for TopN<S> {
+    fn process_bundle(&mut self, input: &ChangelogBatch) -> Result<ChangelogBatch> {
+        TopN::process_bundle(self, input)
+    }
+}

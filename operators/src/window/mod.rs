@@ -710,3 +710,25 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         Ok(summary)
     }
 }
+
+impl<S: MapStateStore + TimerStateStore> crate::driver::StatefulOperator for WindowAggregate<S> {
+    fn operator_id(&self) -> &str {
+        &self.operator_id
+    }
+
+    fn state_version(&self) -> u32 {
+        WINDOW_AGG_STATE_VERSION
+    }
+
+    fn output_schema(&self) -> &SchemaRef {
+        &self.output
+    }
+
+    fn snapshot(&self, container: &mut dyn Container) -> Result<SnapshotSummary> {
+        WindowAggregate::snapshot(self, container)
+    }
+
+    fn restore(&mut self, sources: &[&dyn Container]) -> Result<RestoreSummary> {
+        WindowAggregate::restore(self, sources)
+    }
+}
