@@ -242,6 +242,25 @@ impl KeyEncoder {
         Ok(self.writer.key_group(self.max_parallelism))
     }
 
+    /// The key column values of key bytes made by [`encode`](Self::encode) (the window
+    /// aggregate's output of a fired timer's key).
+    ///
+    /// # Errors
+    /// [`Error::CorruptState`] when the bytes do not decode.
+    pub(crate) fn decode(&self, key: &[u8]) -> Result<Vec<Scalar>> {
+        let bad = || Error::CorruptState {
+            table: "window keys",
+            reason: "key bytes do not decode as a BinaryRow of the key columns",
+        };
+        let row = key.get(4..).ok_or_else(bad)?;
+        let values = decode_row(&self.types, row).map_err(|_| bad())?;
+        Ok(values
+            .into_iter()
+            .zip(&self.data_types)
+            .map(|(v, dt)| scalar_of(v, dt))
+            .collect())
+    }
+
     /// Whether any key column of `row` is null (a join key that never matches).
     pub fn has_null(&self, row: &[Scalar]) -> bool {
         self.columns

@@ -72,7 +72,9 @@ mod key;
 mod order_key;
 mod spec;
 mod top1;
+mod topn;
 mod value;
+mod window;
 
 pub use changelog::{
     ChangelogBatch, is_accumulate, kinds_from_bytes, parse_row_kind, schema_of, short_string,
@@ -88,3 +90,7 @@ pub use spec::{
     AggCall, AggFunction, ChangelogMode, GroupAggSpec, JoinSpec, MiniBatch, SortColumn, Top1Spec,
 };
 pub use top1::{DEFAULT_WINNER_CACHE_BYTES, TOP1_STATE_VERSION, Top1};
+pub use topn::{RankFunction, TOPN_STATE_VERSION, TopN, TopNSpec};
+pub use window::{
+    AggPhases, ShiftZone, WINDOW_AGG_STATE_VERSION, WindowAggSpec, WindowAggregate, WindowKind,
+};

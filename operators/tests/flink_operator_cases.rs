@@ -2,22 +2,37 @@
 //! committed `testdata/flink-operator-cases`) through the operators and compares as each
 //! case says. Prints one line per case; fails on any difference or unreadable case.
 //!
-//! Backends: memory-store. typed-store joins with one more line per test once its map
-//! tables are in main (`impl Backend for Rocks` in `util`).
+//! Backends: memory-store and typed-store (RocksDB), every case on each; the interruption
+//! test moves the state between them through canonical snapshots.
 
 mod util;
 
 use std::path::PathBuf;
 
 use util::{
-    Backend, Compare, Memory, Skip, case_dirs, case_dirs_in, compare, generated_cases_dir, load,
-    run_parallel, run_single,
+    Backend, Compare, Memory, Rocks, Skip, case_dirs, case_dirs_in, compare, generated_cases_dir,
+    load, run_parallel, run_parallel_across, run_single,
 };
 
 /// Every case on memory-store, compared as the case says.
 #[test]
 fn flink_operator_cases() {
     replay(&Memory, &case_dirs());
+}
+
+/// Every case on typed-store (RocksDB), compared as the case says.
+#[test]
+fn flink_operator_cases_typed_store() {
+    replay(&Rocks::new(), &case_dirs());
+}
+
+/// Snapshot canonically after bundle 2 at parallelism 2 on memory-store, restore onto
+/// typed-store at parallelism 3 (and the other way round at parallelism 1), continue: the
+/// final table equals Flink's.
+#[test]
+fn flink_operator_cases_interrupted_across_backends() {
+    across(&Memory, &Rocks::new(), 3);
+    across(&Rocks::new(), &Memory, 1);
 }
 
 /// The cases of the project's own Flink 2.3.0 harness (`compat/flink-operators-quick`).
@@ -37,6 +52,33 @@ fn flink_operator_cases_at_parallelism_2() {
 #[test]
 fn flink_operator_cases_snapshot_restore_rescaled() {
     rescaled(&Memory, Some(2), &[1, 3]);
+}
+
+fn across<B: Backend, C: Backend>(first: &B, then: &C, target: i32) {
+    let mut failures = Vec::new();
+    for dir in case_dirs() {
+        let Ok(case) = load(&dir) else { continue };
+        let what = format!(
+            "snapshot after bundle 2 at parallelism 2 on {}, restore on {} at {target}",
+            B::NAME,
+            C::NAME
+        );
+        match run_parallel_across(first, then, &case, Some(2), target) {
+            Ok(out) => match compare(&case, &out, Compare::Rescaled) {
+                Ok(()) => println!("{}: ok ({what})", case.name),
+                Err(diff) => {
+                    println!("{}: FAILED ({what}): {diff}", case.name);
+                    failures.push(case.name.clone());
+                }
+            },
+            Err(operators::Error::Unsupported { .. }) => {}
+            Err(e) => {
+                println!("{}: FAILED ({what}): {e}", case.name);
+                failures.push(case.name.clone());
+            }
+        }
+    }
+    assert!(failures.is_empty(), "failing cases: {failures:?}");
 }
 
 fn replay<B: Backend>(backend: &B, dirs: &[PathBuf]) {

@@ -2,8 +2,8 @@
 //! `MiniBatchLocalGroupAggFunction` → `MiniBatchGlobalGroupAggFunction` (mini-batch on,
 //! every aggregate mergeable) and `MiniBatchGroupAggFunction` (mini-batch on, one phase).
 
-mod acc;
-mod plan;
+pub(crate) mod acc;
+pub(crate) mod plan;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -24,9 +24,12 @@ use operators::{
     InnerJoin, JoinSide, JoinSpec, KeyEncoder, MiniBatch, RowKind, SortColumn, Top1, Top1Spec,
     parse_row_kind, schema_of,
 };
+use operators::{
+    AggPhases, RankFunction, TopN, TopNSpec, WindowAggSpec, WindowAggregate, WindowKind,
+};
 use serde_json::Value as Json;
 use sfcs_format::MemoryContainer;
-use state_api::{MapStateStore, Row, Scalar, StoreConfig};
+use state_api::{MapStateStore, Row, Scalar, StoreConfig, TimerStateStore};
 
 /// The cases directory: env `FLINK_OPERATOR_CASES_DIR` (relative paths from the repository
 /// root) or the committed copy.
@@ -241,6 +244,10 @@ pub enum OperatorSpec {
     Top1(Top1Spec),
     /// An inner join.
     Join(JoinSpec),
+    /// A window aggregate.
+    Window(WindowAggSpec),
+    /// A Top-N (`operator = "topn"`).
+    TopN(TopNSpec),
 }
 
 /// How a case compares.
@@ -383,12 +390,65 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
             }
             (OperatorSpec::Join(s), None)
         }
+        "window_aggregate" => {
+            let input = fields(&case["inputs"]["input"]).map_err(fail)?;
+            input_names = vec!["input".into()];
+            let s = window_spec(&case, input)?;
+            (OperatorSpec::Window(s), None)
+        }
+        "topn" => {
+            let input = fields(&case["inputs"]["input"]).map_err(fail)?;
+            input_names = vec!["input".into()];
+            let lines = std::fs::read_to_string(dir.join("input.jsonl"))
+                .map_err(|e| fail(e.to_string()))?;
+            let insert_only = !["\"-U\"", "\"+U\"", "\"-D\""]
+                .iter()
+                .any(|k| lines.contains(k));
+            let order_by = spec["order_by"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|o| SortColumn {
+                    column: usize::try_from(o["column"].as_u64().unwrap_or(0)).unwrap(),
+                    descending: o["descending"].as_bool().unwrap_or(false),
+                    nulls_last: o["nulls_last"].as_bool().unwrap_or(false),
+                })
+                .collect();
+            let partition_by = columns(&spec["partition_by"]);
+            let rank_number = spec["output_rank_number"].as_bool().unwrap_or(false);
+            let function = match spec["rank_function"].as_str().unwrap_or("ROW_NUMBER") {
+                "ROW_NUMBER" => RankFunction::RowNumber,
+                "RANK" => RankFunction::Rank,
+                "DENSE_RANK" => RankFunction::DenseRank,
+                other => return Err(Ok(Skip::Unsupported(format!("rank function {other}")))),
+            };
+            let mut s = TopNSpec::new(
+                input.clone(),
+                partition_by.clone(),
+                order_by,
+                spec["rank_limit"].as_u64().unwrap_or(1),
+                rank_number,
+            )
+            .with_function(function)
+            .with_changelog_mode(mode);
+            if !insert_only {
+                s = s.with_retracting_input();
+            }
+            let unique = rank_number.then(|| {
+                let mut k = partition_by.clone();
+                k.push(input.len());
+                k
+            });
+            (OperatorSpec::TopN(s), unique)
+        }
         other => return Err(Ok(Skip::Unsupported(format!("operator {other}")))),
     };
     let input_fields: Vec<Fields> = match &op {
         OperatorSpec::GroupAgg(s) => vec![s.input.clone()],
         OperatorSpec::Top1(s) => vec![s.input.clone()],
         OperatorSpec::Join(s) => vec![s.left.clone(), s.right.clone()],
+        OperatorSpec::Window(s) => vec![s.input.clone()],
+        OperatorSpec::TopN(s) => vec![s.input.clone()],
     };
     let mut events = Vec::new();
     let input =
@@ -447,17 +507,19 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
 }
 
 /// A running operator of any kind over stores `S`.
-pub enum Running<S: MapStateStore> {
+pub enum Running<S: MapStateStore + TimerStateStore> {
     GroupAgg(GroupAggregate<S>),
     Top1(Top1<S>),
     Join(InnerJoin<S>),
+    Window(WindowAggregate<S>),
+    TopN(TopN<S>),
 }
 
 /// Makes the store of subtask `index` of `parallelism` (max parallelism 128): one line per
 /// backend.
 pub trait Backend {
     /// The store type.
-    type Store: MapStateStore;
+    type Store: MapStateStore + TimerStateStore;
     /// The backend's name in the printed lines.
     const NAME: &'static str;
     /// A fresh store.
@@ -475,6 +537,26 @@ impl Backend for Memory {
     }
 }
 
+/// typed-store (RocksDB): every store in its own directory of one temporary directory, all in
+/// one slot (typed-store's `test-util` factory).
+pub struct Rocks(typed_store::test_util::RocksFactory);
+
+impl Rocks {
+    /// A fresh temporary directory and slot.
+    pub fn new() -> Self {
+        Self(typed_store::test_util::RocksFactory::new())
+    }
+}
+
+impl Backend for Rocks {
+    type Store = typed_store::RocksStore;
+    const NAME: &'static str = "typed-store";
+    fn store(&self, parallelism: i32, index: i32) -> typed_store::RocksStore {
+        use state_api::conformance::StoreFactory as _;
+        self.0.create(config(parallelism, index))
+    }
+}
+
 /// The configuration of subtask `index` of `parallelism`, max parallelism 128.
 pub fn config(parallelism: i32, index: i32) -> StoreConfig {
     let mp = MaxParallelism::new(128).unwrap();
@@ -485,13 +567,20 @@ pub fn config(parallelism: i32, index: i32) -> StoreConfig {
 pub const OPERATOR_ID: &str = "op";
 
 /// Opens `spec` over `store`.
-pub fn open<S: MapStateStore>(spec: &OperatorSpec, store: &mut S) -> Result<Running<S>, Error> {
+pub fn open<S: MapStateStore + TimerStateStore>(
+    spec: &OperatorSpec,
+    store: &mut S,
+) -> Result<Running<S>, Error> {
     Ok(match spec {
         OperatorSpec::GroupAgg(s) => {
             Running::GroupAgg(GroupAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
         }
         OperatorSpec::Top1(s) => Running::Top1(Top1::try_new(OPERATOR_ID, s.clone(), store)?),
         OperatorSpec::Join(s) => Running::Join(InnerJoin::try_new(OPERATOR_ID, s, store)?),
+        OperatorSpec::Window(s) => {
+            Running::Window(WindowAggregate::try_new(OPERATOR_ID, s.clone(), store)?)
+        }
+        OperatorSpec::TopN(s) => Running::TopN(TopN::try_new(OPERATOR_ID, s.clone(), store)?),
     })
 }
 
@@ -499,6 +588,8 @@ fn input_fields(spec: &OperatorSpec, side: usize) -> Fields {
     match spec {
         OperatorSpec::GroupAgg(s) => s.input.clone(),
         OperatorSpec::Top1(s) => s.input.clone(),
+        OperatorSpec::Window(s) => s.input.clone(),
+        OperatorSpec::TopN(s) => s.input.clone(),
         OperatorSpec::Join(s) => {
             if side == 0 {
                 s.left.clone()
@@ -510,11 +601,14 @@ fn input_fields(spec: &OperatorSpec, side: usize) -> Fields {
 }
 
 /// Runs one bundle of events (rows only) through `op`.
-pub fn run_bundle<S: MapStateStore>(
+pub fn run_bundle<S: MapStateStore + TimerStateStore>(
     spec: &OperatorSpec,
     op: &mut Running<S>,
     events: &[Event],
 ) -> Result<Vec<(RowKind, Row)>, Error> {
+    if let Running::Window(w) = op {
+        return run_window_events(w, events);
+    }
     // Consecutive rows of one side form a segment.
     let mut segments: Vec<(usize, Vec<(RowKind, Row)>)> = Vec::new();
     for e in events {
@@ -541,6 +635,14 @@ pub fn run_bundle<S: MapStateStore>(
             out
         }
         Running::Top1(t) => {
+            let mut out = Vec::new();
+            for (_, b) in &batches {
+                out.extend(t.process_bundle(b)?.to_rows()?);
+            }
+            out
+        }
+        Running::Window(_) => Vec::new(),
+        Running::TopN(t) => {
             let mut out = Vec::new();
             for (_, b) in &batches {
                 out.extend(t.process_bundle(b)?.to_rows()?);
@@ -594,6 +696,8 @@ pub fn route(spec: &OperatorSpec, side: usize, row: &[Scalar]) -> i32 {
     let (fields, cols) = match spec {
         OperatorSpec::GroupAgg(s) => (s.input.clone(), s.group_by.clone()),
         OperatorSpec::Top1(s) => (s.input.clone(), s.partition_by.clone()),
+        OperatorSpec::Window(s) => (s.input.clone(), s.group_by.clone()),
+        OperatorSpec::TopN(s) => (s.input.clone(), s.partition_by.clone()),
         OperatorSpec::Join(s) => {
             if side == 0 {
                 (s.left.clone(), s.left_keys.clone())
@@ -616,73 +720,107 @@ pub fn run_parallel<B: Backend>(
     snapshot_after: Option<usize>,
     restore_parallelism: i32,
 ) -> Result<Vec<(RowKind, Row)>, Error> {
-    let mut parallelism = 2;
-    let mut stores: Vec<B::Store> = (0..parallelism)
-        .map(|i| backend.store(parallelism, i))
-        .collect();
+    run_parallel_across(backend, backend, case, snapshot_after, restore_parallelism)
+}
+
+/// As [`run_parallel`], but the run after the snapshot continues on `then`'s stores: the
+/// state moves between backends through the canonical snapshot.
+pub fn run_parallel_across<B: Backend, C: Backend>(
+    first: &B,
+    then: &C,
+    case: &Case,
+    snapshot_after: Option<usize>,
+    restore_parallelism: i32,
+) -> Result<Vec<(RowKind, Row)>, Error> {
+    let bundles: Vec<&[Event]> = case.events.chunks(bundle_size(&case.operator)).collect();
+    let split = snapshot_after.map_or(bundles.len(), |k| (k + 1).min(bundles.len()));
+    let mut out = Vec::new();
+    let mut stores: Vec<B::Store> = (0..2).map(|i| first.store(2, i)).collect();
     let mut ops: Vec<Running<B::Store>> = stores
         .iter_mut()
         .map(|s| open(&case.operator, s))
         .collect::<Result<_, _>>()?;
-    let mp = MaxParallelism::new(128).unwrap();
-    let mut out = Vec::new();
-    for (b, chunk) in case.events.chunks(bundle_size(&case.operator)).enumerate() {
-        let mut per: Vec<Vec<Event>> = vec![Vec::new(); ops.len()];
-        for e in chunk {
-            if let Event::Row { side, row, .. } = e {
-                let kg = route(&case.operator, *side, row);
-                let idx = keygroup::compute_operator_index_for_key_group(
-                    mp,
-                    Parallelism::new(parallelism).unwrap(),
-                    keygroup::KeyGroup::new(kg).unwrap(),
-                );
-                per[usize::try_from(idx).unwrap()].push(e.clone());
-            }
-        }
-        for (op, events) in ops.iter_mut().zip(&per) {
-            out.extend(run_bundle(&case.operator, op, events)?);
-        }
-        if snapshot_after == Some(b) {
-            let mut containers: Vec<MemoryContainer> = Vec::new();
-            for op in &ops {
-                let mut c = MemoryContainer::new();
-                match op {
-                    Running::GroupAgg(g) => g.snapshot(&mut c)?,
-                    Running::Top1(t) => t.snapshot(&mut c)?,
-                    Running::Join(j) => j.snapshot(&mut c)?,
-                };
-                containers.push(c);
-            }
-            parallelism = restore_parallelism;
-            stores = (0..parallelism)
-                .map(|i| backend.store(parallelism, i))
-                .collect();
-            ops = stores
-                .iter_mut()
-                .map(|s| open(&case.operator, s))
-                .collect::<Result<_, _>>()?;
-            let sources: Vec<&dyn sfcs_format::Container> = containers
-                .iter()
-                .map(|c| c as &dyn sfcs_format::Container)
-                .collect();
-            for op in &mut ops {
-                match op {
-                    Running::GroupAgg(g) => g.restore(&sources)?,
-                    Running::Top1(t) => t.restore(&sources)?,
-                    Running::Join(j) => j.restore(&sources)?,
-                };
-            }
-        }
+    for chunk in bundles.get(..split).unwrap_or_default() {
+        route_bundle(case, &mut ops, 2, chunk, &mut out)?;
+    }
+    if snapshot_after.is_none() {
+        return Ok(out);
+    }
+    let mut containers: Vec<MemoryContainer> = Vec::new();
+    for op in &ops {
+        let mut c = MemoryContainer::new();
+        match op {
+            Running::GroupAgg(g) => g.snapshot(&mut c)?,
+            Running::Top1(t) => t.snapshot(&mut c)?,
+            Running::Join(j) => j.snapshot(&mut c)?,
+            Running::Window(w) => w.snapshot(&mut c)?,
+            Running::TopN(t) => t.snapshot(&mut c)?,
+        };
+        containers.push(c);
+    }
+    drop(ops);
+    let mut stores: Vec<C::Store> = (0..restore_parallelism)
+        .map(|i| then.store(restore_parallelism, i))
+        .collect();
+    let mut ops: Vec<Running<C::Store>> = stores
+        .iter_mut()
+        .map(|s| open(&case.operator, s))
+        .collect::<Result<_, _>>()?;
+    let sources: Vec<&dyn sfcs_format::Container> = containers
+        .iter()
+        .map(|c| c as &dyn sfcs_format::Container)
+        .collect();
+    for op in &mut ops {
+        match op {
+            Running::GroupAgg(g) => g.restore(&sources)?,
+            Running::Top1(t) => t.restore(&sources)?,
+            Running::Join(j) => j.restore(&sources)?,
+            Running::Window(w) => w.restore(&sources)?,
+            Running::TopN(t) => t.restore(&sources)?,
+        };
+    }
+    for chunk in bundles.get(split..).unwrap_or_default() {
+        route_bundle(case, &mut ops, restore_parallelism, chunk, &mut out)?;
     }
     Ok(out)
 }
 
+/// Routes one bundle's rows by Flink key group to the subtasks of `parallelism` (watermarks
+/// to every subtask) and runs it.
+fn route_bundle<S: MapStateStore + TimerStateStore>(
+    case: &Case,
+    ops: &mut [Running<S>],
+    parallelism: i32,
+    chunk: &[Event],
+    out: &mut Vec<(RowKind, Row)>,
+) -> Result<(), Error> {
+    let mp = MaxParallelism::new(128).unwrap();
+    let mut per: Vec<Vec<Event>> = vec![Vec::new(); ops.len()];
+    for e in chunk {
+        if let Event::Row { side, row, .. } = e {
+            let kg = route(&case.operator, *side, row);
+            let idx = keygroup::compute_operator_index_for_key_group(
+                mp,
+                Parallelism::new(parallelism).unwrap(),
+                keygroup::KeyGroup::new(kg).unwrap(),
+            );
+            per[usize::try_from(idx).unwrap()].push(e.clone());
+        } else {
+            // Watermarks reach every subtask.
+            for p in &mut per {
+                p.push(e.clone());
+            }
+        }
+    }
+    for (op, events) in ops.iter_mut().zip(&per) {
+        out.extend(run_bundle(&case.operator, op, events)?);
+    }
+    Ok(())
+}
+
 /// The materialised table of a changelog: by unique key (last `+I`/`+U`, `-D` removes), or
 /// as a multiset. Rows are returned sorted by their printed form.
-pub fn materialise(
-    rows: &[(RowKind, Row)],
-    unique_key: Option<&[usize]>,
-) -> Result<Vec<String>, String> {
+pub fn materialise(rows: &[(RowKind, Row)], unique_key: Option<&[usize]>) -> Vec<String> {
     match unique_key {
         Some(key) => {
             let mut table: HashMap<String, Row> = HashMap::new();
@@ -703,7 +841,7 @@ pub fn materialise(
             }
             let mut out: Vec<String> = table.values().map(|r| canonical(r)).collect();
             out.sort();
-            Ok(out)
+            out
         }
         None => {
             let mut counts: HashMap<String, i64> = HashMap::new();
@@ -730,7 +868,7 @@ pub fn materialise(
                 }
             }
             out.sort();
-            Ok(out)
+            out
         }
     }
 }
@@ -803,8 +941,8 @@ pub fn compare(case: &Case, actual: &[(RowKind, Row)], compare: Compare) -> Resu
             Ok(())
         }
         Compare::Final | Compare::Rescaled => {
-            let e = materialise(&case.expected, case.unique_key.as_deref())?;
-            let a = materialise(actual, case.unique_key.as_deref())?;
+            let e = materialise(&case.expected, case.unique_key.as_deref());
+            let a = materialise(actual, case.unique_key.as_deref());
             for (i, (x, y)) in e.iter().zip(&a).enumerate() {
                 if x != y {
                     return Err(format!("final row {i}: expected {x}, got {y}"));
@@ -820,4 +958,87 @@ pub fn compare(case: &Case, actual: &[(RowKind, Row)], compare: Compare) -> Resu
             Ok(())
         }
     }
+}
+
+/// The window aggregate of a `window_aggregate` case: `spec.window`, `config.local_time_zone`,
+/// one or two phases as the plan shows.
+pub fn window_spec(case: &Json, input: Fields) -> Result<WindowAggSpec, Result<Skip, String>> {
+    let spec = &case["spec"];
+    let w = &spec["window"];
+    let ms = |name: &str| {
+        w[name]
+            .as_i64()
+            .ok_or_else(|| Err(format!("window.{name}")))
+    };
+    let kind = match w["kind"].as_str().unwrap_or_default() {
+        "TUMBLE" => WindowKind::Tumble {
+            size_ms: ms("size_ms")?,
+        },
+        "HOP" => WindowKind::Hop {
+            size_ms: ms("size_ms")?,
+            slide_ms: ms("slide_ms")?,
+        },
+        "CUMULATE" => WindowKind::Cumulate {
+            size_ms: ms("size_ms")?,
+            step_ms: ms("step_ms")?,
+        },
+        other => return Err(Ok(Skip::Unsupported(format!("window {other}")))),
+    };
+    let mut aggs = Vec::new();
+    for a in spec["aggregates"].as_array().into_iter().flatten() {
+        let f = a["function"].as_str().unwrap_or_default();
+        let function = AggFunction::from_name(f)
+            .ok_or_else(|| Ok(Skip::Unsupported(format!("aggregate {f}"))))?;
+        let mut call = AggCall::new(function, columns(&a["args"]));
+        if a["distinct"].as_bool() == Some(true) {
+            call = call.distinct();
+        }
+        aggs.push(call);
+    }
+    let time_column = usize::try_from(
+        w["time_column"]
+            .as_u64()
+            .ok_or_else(|| Err("time_column".to_owned()))?,
+    )
+    .unwrap();
+    let mut s = WindowAggSpec::new(input, kind, time_column, columns(&spec["group_by"]), aggs)
+        .with_offset(w["offset_ms"].as_i64().unwrap_or(0))
+        .with_local_time_zone(case["config"]["local_time_zone"].as_str().unwrap_or("UTC"));
+    if case["plan"]
+        .as_str()
+        .is_some_and(|p| !p.contains("LocalWindowAggregate"))
+    {
+        s = s.with_phases(AggPhases::OnePhase);
+    }
+    if spec["input_insert_only"].as_bool() == Some(false) {
+        s = s.with_retracting_input();
+    }
+    Ok(s)
+}
+
+/// Runs events through a window aggregate: rows between two watermarks form one bundle;
+/// each watermark fires.
+pub fn run_window_events<S: MapStateStore + TimerStateStore>(
+    w: &mut WindowAggregate<S>,
+    events: &[Event],
+) -> Result<Vec<(RowKind, Row)>, Error> {
+    let schema = schema_of(w.input_fields());
+    let mut out = Vec::new();
+    let mut rows: Vec<(RowKind, Row)> = Vec::new();
+    for e in events {
+        match e {
+            Event::Row { kind, row, .. } => rows.push((*kind, row.clone())),
+            Event::Watermark(t) => {
+                if !rows.is_empty() {
+                    w.process_bundle(&ChangelogBatch::from_rows(&schema, &rows)?)?;
+                    rows.clear();
+                }
+                out.extend(w.process_watermark(*t)?.to_rows()?);
+            }
+        }
+    }
+    if !rows.is_empty() {
+        w.process_bundle(&ChangelogBatch::from_rows(&schema, &rows)?)?;
+    }
+    Ok(out)
 }
