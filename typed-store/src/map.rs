@@ -26,6 +26,12 @@ use crate::format::{
 use crate::restore::load_staging;
 use crate::store::{RocksStore, Shared};
 
+/// A `remove_range` that deletes at least this many entries is committed as one
+/// `delete_range_cf` instead of per-key deletes: later seeks into a prefix cleared with
+/// per-key deletes step over every point tombstone until a compaction drops them (the
+/// `remove_range` figures in the README).
+const RANGE_DELETE_MIN_ENTRIES: usize = 16;
+
 /// Committed entries a scan decodes at once, first and at most: a scan starts with one
 /// entry (so `first` decodes one value) and grows the batch fourfold up to the maximum.
 const SCAN_BATCH_FIRST: usize = 1;
@@ -184,9 +190,10 @@ impl ReadBatch {
 ///   committed values in small batches (1, then 4, 16, … 256) and skipping entries the
 ///   working set shadows or TTL hides before decoding; a scan that reads RocksDB counts one
 ///   point hydration.
-/// - [`remove_range`](MapTable::remove_range) turns every visible entry of the range into a
-///   delete of the bundle (per-key deletes, as Flink's `RocksDBMapState.clear()`; see the
-///   crate README for the measurement against `delete_range_cf`).
+/// - [`remove_range`](MapTable::remove_range) turns every entry of the range into a delete
+///   of the bundle's working set (reads in the bundle see it at once); the commit writes one
+///   `delete_range_cf` for a range of at least 16 entries and per-key deletes below (see the
+///   crate README for the measurement).
 /// - [`update`](MapTable::update) changes the value in place; with a bounded pool a copy is
 ///   kept to undo a change the pool refuses.
 /// - [`commit_bundle`](MapTable::commit_bundle) encodes the dirty values with one encode and
@@ -212,6 +219,9 @@ pub struct RocksMapTable<C: ValueCodec> {
     entries: BTreeMap<Vec<u8>, Entry<C::Value>>,
     /// Full prefixes (key-group prefix ‖ prefix) whose committed entries are all resident.
     hydrated: HashSet<Vec<u8>>,
+    /// Ranges `[lower, upper)` of full keys the bundle cleared of at least
+    /// [`RANGE_DELETE_MIN_ENTRIES`] entries: committed with one `delete_range_cf` each.
+    range_deletes: Vec<(Vec<u8>, Vec<u8>)>,
     bundle_open: bool,
     scratch: Vec<u8>,
     prefix_scratch: Vec<u8>,
@@ -254,6 +264,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
             rows,
             entries: BTreeMap::new(),
             hydrated: HashSet::new(),
+            range_deletes: Vec::new(),
             bundle_open: false,
             scratch: Vec::new(),
             prefix_scratch: Vec::new(),
@@ -375,6 +386,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn end_bundle(&mut self) {
         self.entries.clear();
         self.hydrated.clear();
+        self.range_deletes.clear();
         self.reservation.free();
         if self.bundle_open {
             self.bundle_open = false;
@@ -554,6 +566,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         }
         self.entries.clear();
         self.hydrated.clear();
+        self.range_deletes.clear();
         self.reservation.free();
         if let Err(e) = self.hydrate(hydrate) {
             self.end_bundle();
@@ -712,9 +725,10 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         Ok(())
     }
 
-    /// Every visible entry of the range becomes a per-key delete of the bundle. The committed
-    /// keys of a prefix that is not hydrated are listed with one iterator seek first (nothing
-    /// changes when that read fails).
+    /// Every entry of the range becomes a delete of the bundle (committed as one
+    /// `delete_range_cf` from 16 entries on). The committed keys of a prefix that is not
+    /// hydrated are listed with one iterator seek first (nothing changes when that read
+    /// fails).
     fn remove_range(
         &mut self,
         key_group: KeyGroup,
@@ -739,10 +753,12 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let mut removed = 0_u64;
         let upper = hi.clone().map_or(Bound::Unbounded, Bound::Excluded);
         let mut freed = 0;
+        let mut overlay_deleted = 0;
         for (_, entry) in self.entries.range_mut((Bound::Included(lo.clone()), upper)) {
             if !entry.live {
                 continue;
             }
+            overlay_deleted += 1;
             if Self::scan_visible(ttl, entry.last_access, now) {
                 removed += 1;
             }
@@ -755,6 +771,11 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             }
         }
         self.reservation.shrink(freed);
+        if let Some(hi) = &hi
+            && overlay_deleted + committed.len() >= RANGE_DELETE_MIN_ENTRIES
+        {
+            self.range_deletes.push((lo.clone(), hi.clone()));
+        }
         for (key, ts) in committed {
             if Self::scan_visible(ttl, ts, now) {
                 removed += 1;
@@ -882,6 +903,16 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             })?;
             let mut values = encoded.values();
             let mut batch = WriteBatch::default();
+            // Range deletes first: the puts after them in the batch carry later sequence
+            // numbers, so an entry put after a range remove survives it.
+            for (lower, upper) in &self.range_deletes {
+                batch.delete_range_cf(&cf, lower, upper);
+            }
+            let covered = |key: &[u8]| {
+                self.range_deletes
+                    .iter()
+                    .any(|(lower, upper)| lower.as_slice() <= key && key < upper.as_slice())
+            };
             for (key, entry) in &self.entries {
                 if !entry.dirty {
                     continue;
@@ -891,7 +922,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     if let Some(bytes) = values.next() {
                         batch.put_cf(&cf, key, bytes);
                     }
-                } else {
+                } else if !covered(key) {
                     batch.delete_cf(&cf, key);
                 }
             }

@@ -216,6 +216,16 @@ fn hydrated_prefixes_need_no_reads_and_other_scans_merge_the_bundle() {
         Some((user_key(99), 1099))
     );
     model.remove(&(b"b\0".to_vec(), user_key(0)));
+
+    // A clear of 100 committed entries (one `delete_range_cf`) and a put inside it.
+    let cleared = m
+        .remove_range(kg(3), b"c\0", UserKeyRange::all())
+        .expect("clear");
+    assert_eq!(cleared, 100);
+    m.put(kg(3), b"c\0", &user_key(50), 7)
+        .expect("put after clear");
+    model.retain(|(p, _), _| p != b"c\0");
+    model.insert((b"c\0".to_vec(), user_key(50)), 7);
     m.commit_bundle().expect("commit");
 
     // Committed: a fresh bundle sees exactly the model in every prefix.
