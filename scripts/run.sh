@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# The main job (until the end-to-end benchmark exists): builds a canonical snapshot in a
-# directory container, validates it back, and prints Flink key groups and RocksDB keys of a
-# few SQL keys. Extra arguments go to the example (try --help).
+# The main job: the end-to-end state benchmark (bench/README.md). By default it runs the
+# issue-8 workloads W1 (group aggregate) and W4 (append Top-1) on typed-store, the embedded
+# RocksDB backend, at parallelism 1 and 2 plus per record, with the issue's sizes (2,000,000
+# events, 100,000 keys; every run checks its checksums and fails loudly on a difference).
+# Extra arguments go to sfstate-bench (try --help), e.g.
+#   bash scripts/run.sh --backend memory      # memory-store
+#   bash scripts/run.sh --backend typed,memory --json
+#   bash scripts/run.sh --quick               # seconds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 bash scripts/setup.sh
 
-cargo run --release --locked -p sfcs-format --example canonical_snapshot -- "$@"
+args=("$@")
+case " $* " in
+    *" --backend "*) ;;
+    *) args=(--backend typed "${args[@]}") ;;
+esac
+cargo run --release --locked -q -p sfstate-bench --bin sfstate-bench -- "${args[@]}"

@@ -8,5 +8,9 @@ bash scripts/setup.sh
 
 cargo test --workspace --doc --locked
 cargo test --manifest-path fuzz/Cargo.toml --locked --test seed_corpus
+
+# Arrow-native dumps: pyarrow (from PyPI, in a venv under the target dir) reads sections.
+bash scripts/pyarrow-check.sh
+
 # Last, so its summary closes the output.
 cargo nextest run --workspace --no-fail-fast --locked

@@ -1,2 +1,15 @@
-//! Benchmarks for sfstate. The criterion benches live in `benches/`; run them with
-//! `cargo bench -p sfstate-bench`.
+//! Benchmarks for sfstate.
+//!
+//! - The end-to-end state benchmark (`sfstate-bench` binary, the repository's main job):
+//!   workloads of issue 8 ([`workload`] generator and checksums, [`workloads`] operators)
+//!   over typed-store and memory-store ([`backend`]), run by [`e2e`]; see `bench/README.md`.
+//! - Criterion suites in `benches/`: `cargo bench -p sfstate-bench`.
+
+pub mod backend;
+pub mod cli;
+pub mod e2e;
+pub mod error;
+pub mod workload;
+pub mod workloads;
+
+pub use error::{BenchError, BenchResult};

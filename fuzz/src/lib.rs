@@ -6,6 +6,10 @@
 //! invariant is broken (that is what the fuzzer looks for); malformed input must come back as
 //! a typed error.
 
+mod restore;
+
+pub use restore::{canonical_restore, dir_container, manifest_decode, pristine_section};
+
 use arbitrary::{Arbitrary, Unstructured};
 use sfcs_format::{Container, Header, MemoryContainer, SectionWriter, Sections};
 

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use keygroup::{KeyGroup, KeyGroupRange};
+use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
-    CanonicalTable, Clock, Error, MapHydration, MapTable, MemoryReservation, Result, ScanDirection,
-    ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, UserKeyRange,
-    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch, full_key_bounds,
-    map_entry_key, ttl_exported, ttl_read, ttl_scan_visible,
+    BundlePhase, CanonicalTable, Clock, Error, MapHydration, MapTable, MemoryReservation, Result,
+    ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
+    UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
+    full_key_bounds, map_entry_key, ttl_exported, ttl_read, ttl_scan_visible,
 };
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
@@ -62,12 +62,13 @@ pub struct MemoryMapTable<C: ValueCodec> {
     ttl: Option<TtlConfig>,
     schema: SchemaRef,
     key_groups: KeyGroupRange,
+    max_parallelism: MaxParallelism,
     clock: Arc<dyn Clock>,
     groups: Vec<Group<C::Value>>,
     buried: Vec<(usize, Box<[u8]>)>,
     reservation: MemoryReservation,
     bounded_pool: bool,
-    bundle_open: bool,
+    bundle: BundlePhase,
     epoch: u64,
     dirty_in_bundle: u64,
     sweep_cursor: usize,
@@ -88,12 +89,13 @@ impl<C: ValueCodec> MemoryMapTable<C> {
             ttl,
             schema,
             key_groups,
+            max_parallelism: config.max_parallelism(),
             clock: Arc::clone(config.clock()),
             groups: (0..key_groups.len()).map(|_| BTreeMap::new()).collect(),
             buried: Vec::new(),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             bounded_pool: config.memory_pool().capacity().is_some(),
-            bundle_open: false,
+            bundle: BundlePhase::default(),
             epoch: 1,
             dirty_in_bundle: 0,
             sweep_cursor: 0,
@@ -122,13 +124,10 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
-        if self.bundle_open == requires_open {
-            Ok(())
+        if requires_open {
+            self.bundle.require_open(operation)
         } else {
-            Err(Error::BundleState {
-                operation,
-                requires_open,
-            })
+            self.bundle.require_closed(operation)
         }
     }
 
@@ -201,14 +200,14 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 
     fn begin_bundle(&mut self, hydrate: MapHydration<'_>) -> Result<()> {
-        self.check_bundle("begin_bundle", false)?;
+        self.bundle.check_begin("begin_bundle")?;
         for (key_group, _) in hydrate.prefixes {
             self.group_index(*key_group)?;
         }
         for (key_group, _, _) in hydrate.entries {
             self.group_index(*key_group)?;
         }
-        self.bundle_open = true;
+        self.bundle.begin("begin_bundle")?;
         self.dirty_in_bundle = 0;
         Ok(())
     }
@@ -454,7 +453,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 
     fn commit_bundle(&mut self) -> Result<()> {
-        self.check_bundle("commit_bundle", true)?;
+        self.bundle.require_open("commit_bundle")?;
         let mut bytes = 0;
         for (index, key) in std::mem::take(&mut self.buried) {
             let Some(group) = self.groups.get_mut(index) else {
@@ -471,8 +470,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         self.stats.bundles += 1;
         self.dirty_in_bundle = 0;
         self.epoch += 1;
-        self.bundle_open = false;
-        Ok(())
+        self.bundle.end("commit_bundle")
     }
 
     /// Sweeps whole key groups from a cursor: the work of one call is bounded by
@@ -594,6 +592,14 @@ impl<C: ValueCodec> CanonicalTable for MemoryMapTable<C> {
 
     fn abort_restore(&mut self) {
         self.staged = None;
+    }
+
+    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
+        Some(self.max_parallelism)
+    }
+
+    fn table_has_ttl(&self) -> Option<bool> {
+        Some(self.ttl.is_some())
     }
 }
 

@@ -1,17 +1,20 @@
 //! The in-memory keyed table.
 
-use std::collections::HashMap;
 use std::mem::size_of;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+use hashbrown::HashMap;
+use hashbrown::hash_map::EntryRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
     CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, NativeSnapshot, Result,
     StoreConfig, TableStats, TtlConfig, TtlUpdateType, TtlVisibility, ValueCodec, canonical_schema,
     decode_canonical_batch, encode_canonical_batch,
 };
+
+use crate::key::Key;
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (hash-table
 /// control bytes and slack).
@@ -28,7 +31,9 @@ struct Entry<V> {
     dirty_epoch: u64,
 }
 
-type Group<V> = HashMap<Box<[u8]>, Entry<V>>;
+/// One key group's entries: hashbrown with foldhash, keys inline up to 22 bytes, looked up
+/// by `&[u8]` with one hash per operation.
+type Group<V> = HashMap<Key, Entry<V>, foldhash::fast::RandomState>;
 
 /// Rows staged by [`CanonicalTable::stage_restore`] or a native restore.
 #[derive(Debug)]
@@ -56,12 +61,15 @@ pub struct MemoryKeyedTable<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
+    max_parallelism: keygroup::MaxParallelism,
     schema: SchemaRef,
     key_groups: KeyGroupRange,
     clock: Arc<dyn Clock>,
     groups: Vec<Group<C::Value>>,
     tombstones: Vec<usize>,
+    /// Groups with tombstones, each listed once (`listed[index]` says whether it is).
     tombstone_groups: Vec<usize>,
+    listed: Vec<bool>,
     reservation: MemoryReservation,
     bundle_open: bool,
     epoch: u64,
@@ -72,7 +80,7 @@ pub struct MemoryKeyedTable<C: ValueCodec> {
 }
 
 fn entry_size<V>(key_len: usize, heap: usize) -> usize {
-    key_len + size_of::<Entry<V>>() + size_of::<Box<[u8]>>() + ENTRY_OVERHEAD + heap
+    Key::heap_bytes(key_len) + size_of::<Key>() + size_of::<Entry<V>>() + ENTRY_OVERHEAD + heap
 }
 
 impl<C: ValueCodec> MemoryKeyedTable<C> {
@@ -85,12 +93,14 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
             name: name.to_owned(),
             codec,
             ttl,
+            max_parallelism: config.max_parallelism(),
             schema,
             key_groups,
             clock: Arc::clone(config.clock()),
-            groups: (0..key_groups.len()).map(|_| HashMap::new()).collect(),
+            groups: (0..key_groups.len()).map(|_| Group::default()).collect(),
             tombstones: vec![0; key_groups.len()],
             tombstone_groups: Vec::new(),
+            listed: vec![false; key_groups.len()],
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             bundle_open: false,
             epoch: 1,
@@ -178,7 +188,7 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
                 *tombstones -= 1;
             }
             removed += 1;
-            bytes += entry_size::<C::Value>(key.len(), codec.heap_size(&entry.value));
+            bytes += entry_size::<C::Value>(key.as_bytes().len(), codec.heap_size(&entry.value));
             false
         });
         self.reservation.shrink(bytes);
@@ -195,7 +205,9 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
         rows: impl Iterator<Item = (usize, Box<[u8]>, i64, C::Value)>,
     ) -> Result<Staged<C::Value>> {
         let mut staged = Staged {
-            groups: (0..self.key_groups.len()).map(|_| HashMap::new()).collect(),
+            groups: (0..self.key_groups.len())
+                .map(|_| Group::default())
+                .collect(),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         };
         for (index, key, last_access, value) in rows {
@@ -213,7 +225,7 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
                 });
             };
             group.insert(
-                key,
+                Key::from(&*key),
                 Entry {
                     value,
                     last_access,
@@ -227,13 +239,16 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
 
     fn apply_staged(&mut self, staged: Option<Staged<C::Value>>) {
         let staged = staged.unwrap_or_else(|| Staged {
-            groups: (0..self.key_groups.len()).map(|_| HashMap::new()).collect(),
+            groups: (0..self.key_groups.len())
+                .map(|_| Group::default())
+                .collect(),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         });
         self.groups = staged.groups;
         self.reservation = staged.reservation;
         self.tombstones = vec![0; self.key_groups.len()];
         self.tombstone_groups.clear();
+        self.listed = vec![false; self.key_groups.len()];
         self.sweep_cursor = 0;
     }
 }
@@ -246,19 +261,27 @@ fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
     }
 }
 
-/// Turns a live entry into a tombstone of group `index`.
-fn bury<V>(
-    entry: &mut Entry<V>,
-    index: usize,
-    tombstones: &mut [usize],
-    tombstone_groups: &mut Vec<usize>,
-) {
-    entry.live = false;
-    if let Some(count) = tombstones.get_mut(index) {
-        if *count == 0 {
-            tombstone_groups.push(index);
+/// The tombstone bookkeeping of a table: counts per group and the groups to look at on
+/// commit, each listed once.
+struct Tombstones<'a> {
+    counts: &'a mut [usize],
+    groups: &'a mut Vec<usize>,
+    listed: &'a mut [bool],
+}
+
+impl Tombstones<'_> {
+    /// Turns a live entry into a tombstone of group `index`.
+    fn bury<V>(&mut self, entry: &mut Entry<V>, index: usize) {
+        entry.live = false;
+        if let Some(count) = self.counts.get_mut(index) {
+            *count += 1;
         }
-        *count += 1;
+        if let Some(listed) = self.listed.get_mut(index)
+            && !*listed
+        {
+            *listed = true;
+            self.groups.push(index);
+        }
     }
 }
 
@@ -294,6 +317,7 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
             dirty_in_bundle,
             tombstones,
             tombstone_groups,
+            listed,
             ..
         } = self;
         let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key)) else {
@@ -304,7 +328,12 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
         }
         if let Some(ttl) = ttl {
             if ttl.is_expired(entry.last_access, now) {
-                bury(entry, index, tombstones, tombstone_groups);
+                Tombstones {
+                    counts: tombstones,
+                    groups: tombstone_groups,
+                    listed,
+                }
+                .bury(entry, index);
                 mark_dirty(entry, *epoch, dirty_in_bundle);
                 return Ok(match ttl.visibility {
                     TtlVisibility::ReturnExpiredIfNotCleanedUp => Some(&entry.value),
@@ -336,34 +365,39 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
         let Some(group) = groups.get_mut(index) else {
             return Ok(());
         };
-        if let Some(entry) = group.get_mut(key) {
-            let old_heap = codec.heap_size(&entry.value);
-            if new_heap > old_heap {
-                reservation.try_grow(new_heap - old_heap)?;
-            } else {
-                reservation.shrink(old_heap - new_heap);
-            }
-            if !entry.live {
-                entry.live = true;
-                if let Some(count) = tombstones.get_mut(index) {
-                    *count -= 1;
+        // One hash: the entry is found or the slot for it is kept for the insert.
+        match group.entry_ref(key) {
+            EntryRef::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
+                let old_heap = codec.heap_size(&entry.value);
+                if new_heap > old_heap {
+                    reservation.try_grow(new_heap - old_heap)?;
+                } else {
+                    reservation.shrink(old_heap - new_heap);
                 }
+                if !entry.live {
+                    entry.live = true;
+                    if let Some(count) = tombstones.get_mut(index) {
+                        *count -= 1;
+                    }
+                }
+                entry.value = value;
+                entry.last_access = now;
+                mark_dirty(entry, *epoch, dirty_in_bundle);
             }
-            entry.value = value;
-            entry.last_access = now;
-            mark_dirty(entry, *epoch, dirty_in_bundle);
-        } else {
-            reservation.try_grow(entry_size::<C::Value>(key.len(), new_heap))?;
-            group.insert(
-                key.into(),
-                Entry {
-                    value,
-                    last_access: now,
-                    live: true,
-                    dirty_epoch: *epoch,
-                },
-            );
-            *dirty_in_bundle += 1;
+            EntryRef::Vacant(vacant) => {
+                reservation.try_grow(entry_size::<C::Value>(key.len(), new_heap))?;
+                vacant.insert_with_key(
+                    Key::from(key),
+                    Entry {
+                        value,
+                        last_access: now,
+                        live: true,
+                        dirty_epoch: *epoch,
+                    },
+                );
+                *dirty_in_bundle += 1;
+            }
         }
         Ok(())
     }
@@ -377,12 +411,18 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
             dirty_in_bundle,
             tombstones,
             tombstone_groups,
+            listed,
             ..
         } = self;
         if let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key))
             && entry.live
         {
-            bury(entry, index, tombstones, tombstone_groups);
+            Tombstones {
+                counts: tombstones,
+                groups: tombstone_groups,
+                listed,
+            }
+            .bury(entry, index);
             mark_dirty(entry, *epoch, dirty_in_bundle);
         }
         Ok(())
@@ -403,6 +443,8 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
             }
             if self.tombstones.get(index).is_some_and(|&c| c > 0) {
                 self.tombstone_groups.push(index);
+            } else if let Some(listed) = self.listed.get_mut(index) {
+                *listed = false;
             }
         }
         self.stats.written_keys += self.dirty_in_bundle;
@@ -436,8 +478,19 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
                 break;
             }
         }
-        self.tombstone_groups
-            .retain(|&i| self.tombstones.get(i).is_some_and(|&c| c > 0));
+        let Self {
+            tombstone_groups,
+            tombstones,
+            listed,
+            ..
+        } = self;
+        tombstone_groups.retain(|&i| {
+            let keep = tombstones.get(i).is_some_and(|&c| c > 0);
+            if !keep && let Some(l) = listed.get_mut(i) {
+                *l = false;
+            }
+            keep
+        });
         Ok(removed)
     }
 
@@ -477,7 +530,7 @@ impl<C: ValueCodec> CanonicalTable for MemoryKeyedTable<C> {
                 e.live
                     && !matches!((now, self.ttl), (Some(now), Some(ttl)) if ttl.is_expired(e.last_access, now))
             })
-            .map(|(k, e)| (&**k, e.last_access, &e.value))
+            .map(|(k, e)| (k.as_bytes(), e.last_access, &e.value))
             .collect();
         if rows.is_empty() {
             return Ok(None);
@@ -519,6 +572,14 @@ impl<C: ValueCodec> CanonicalTable for MemoryKeyedTable<C> {
     fn abort_restore(&mut self) {
         self.staged = None;
     }
+
+    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
+        Some(self.max_parallelism)
+    }
+
+    fn table_has_ttl(&self) -> Option<bool> {
+        Some(self.ttl.is_some())
+    }
 }
 
 /// A native snapshot of a [`MemoryKeyedTable`]: a copy of its live committed entries
@@ -552,10 +613,14 @@ impl<C: ValueCodec> NativeSnapshot for MemoryKeyedTable<C> {
             .iter()
             .enumerate()
             .flat_map(|(index, group)| {
-                group
-                    .iter()
-                    .filter(|(_, e)| e.live)
-                    .map(move |(k, e)| (index, k.clone(), e.last_access, e.value.clone()))
+                group.iter().filter(|(_, e)| e.live).map(move |(k, e)| {
+                    (
+                        index,
+                        Box::from(k.as_bytes()),
+                        e.last_access,
+                        e.value.clone(),
+                    )
+                })
             })
             .collect();
         Ok(MemoryTableSnapshot {
@@ -625,6 +690,31 @@ mod tests {
         assert!(pool.used() < full);
         assert_eq!(t.tombstones[0], 0);
         assert!(t.tombstone_groups.is_empty());
+    }
+
+    #[test]
+    fn a_hot_key_put_and_removed_again_lists_its_group_once() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..64_u8 {
+            t.put(kg(0), &[i], 1).unwrap(); // a large group: one tombstone is never purged
+        }
+        t.commit_bundle().unwrap();
+        for round in 0..100 {
+            // Revived and buried again in every bundle: the group must stay listed once.
+            t.begin_bundle(&[]).unwrap();
+            t.put(kg(0), b"hot", round).unwrap();
+            t.remove(kg(0), b"hot").unwrap();
+            t.commit_bundle().unwrap();
+            assert_eq!(t.tombstone_groups, [0], "round {round}");
+        }
+        assert_eq!(t.sweep_expired(1_000).unwrap(), 1);
+        assert!(t.tombstone_groups.is_empty());
+        t.begin_bundle(&[]).unwrap();
+        t.remove(kg(0), &[0]).unwrap();
+        t.commit_bundle().unwrap();
+        assert_eq!(t.tombstone_groups, [0], "listed again after the sweep");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use keygroup::{KeyGroup, KeyGroupRange};
+use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
     CanonicalTable, Error, MemoryReservation, Result, StoreConfig, TimeDomain, Timer, TimerTable,
     decode_timer_batch, encode_timer_batch, timer_canonical_schema,
@@ -39,6 +39,7 @@ pub struct MemoryTimerTable {
     name: String,
     domain: TimeDomain,
     key_groups: KeyGroupRange,
+    max_parallelism: MaxParallelism,
     groups: Vec<BTreeSet<TimerKey>>,
     heads: BTreeSet<(i64, usize)>,
     len: usize,
@@ -57,6 +58,7 @@ impl MemoryTimerTable {
             name: name.to_owned(),
             domain,
             key_groups,
+            max_parallelism: config.max_parallelism(),
             groups: (0..key_groups.len()).map(|_| BTreeSet::new()).collect(),
             heads: BTreeSet::new(),
             len: 0,
@@ -289,5 +291,13 @@ impl CanonicalTable for MemoryTimerTable {
 
     fn abort_restore(&mut self) {
         self.staged = None;
+    }
+
+    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
+        Some(self.max_parallelism)
+    }
+
+    fn table_has_ttl(&self) -> Option<bool> {
+        Some(false)
     }
 }

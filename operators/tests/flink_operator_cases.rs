@@ -7,12 +7,23 @@
 
 mod util;
 
-use util::{Backend, Compare, Memory, Skip, case_dirs, compare, load, run_parallel, run_single};
+use std::path::PathBuf;
+
+use util::{
+    Backend, Compare, Memory, Skip, case_dirs, case_dirs_in, compare, generated_cases_dir, load,
+    run_parallel, run_single,
+};
 
 /// Every case on memory-store, compared as the case says.
 #[test]
 fn flink_operator_cases() {
-    replay(&Memory);
+    replay(&Memory, &case_dirs());
+}
+
+/// The cases of the project's own Flink 2.3.0 harness (`compat/flink-operators`).
+#[test]
+fn flink_operator_cases_generated() {
+    replay(&Memory, &case_dirs_in(&generated_cases_dir()));
 }
 
 /// The same inputs routed by Flink key group to two subtasks give the same final table.
@@ -28,12 +39,12 @@ fn flink_operator_cases_snapshot_restore_rescaled() {
     rescaled(&Memory, Some(2), &[1, 3]);
 }
 
-fn replay<B: Backend>(backend: &B) {
+fn replay<B: Backend>(backend: &B, dirs: &[PathBuf]) {
     let mut failures = Vec::new();
     let mut ok = 0;
-    for dir in case_dirs() {
+    for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let case = match load(&dir) {
+        let case = match load(dir) {
             Ok(c) => c,
             Err(Ok(Skip::Unsupported(what))) => {
                 println!("{name}: unsupported: {what}");

@@ -2,9 +2,10 @@
 //!
 //! 1. Builds a section-framed payload per key group (a multi-chunk "rows" section of seeded
 //!    bytes and a small "meta" section) for the key groups one subtask owns.
-//! 2. Writes each as a canonical SFCS envelope into a directory container (one atomically
-//!    written file per key group).
-//! 3. Reads every key group back through full validation and compares it.
+//! 2. Writes each as a canonical SFCS envelope into a new generation of a directory
+//!    container, then commits the manifest (every key group's lengths and CRCs) atomically.
+//! 3. Reopens the directory and reads every key group back through full validation, each
+//!    envelope vouched for by the manifest, and compares it.
 //! 4. Shows that a damaged file is refused with a typed error.
 //! 5. Prints the Flink key group, owning subtask and RocksDB state keys of a few SQL keys.
 //!
@@ -20,7 +21,8 @@ use keygroup::{
     compute_operator_index_for_key_group,
 };
 use sfcs_format::{
-    CHUNK_SIZE, Container, DirContainer, SectionWriter, Sections, read_envelope, write_envelope,
+    CHUNK_SIZE, Container, DirContainer, Manifest, ManifestEntry, SectionWriter, Sections,
+    read_envelope, read_vouched_envelope, write_envelope,
 };
 
 const OPERATOR_ID: &str = "example-group-aggregate";
@@ -116,6 +118,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 1 + 2: write.
     let mut container = DirContainer::open(&dir)?;
+    container.begin_generation()?;
+    let mut entries = Vec::new();
     let key_groups: Vec<i32> = owned
         .iter()
         .map(keygroup::KeyGroup::get)
@@ -134,8 +138,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             CHUNK_SIZE >> 20,
             header.crc32c()
         );
+        entries.push(ManifestEntry::for_header(kg_u32, &header));
         written.push((kg_u32, payload));
     }
+    let manifest = Manifest::try_new(
+        OPERATOR_ID,
+        u32::try_from(max_parallelism.get())?,
+        u32::try_from(owned.start())?,
+        u32::try_from(owned.len())?,
+        1,
+        entries,
+    )?;
+    container.commit_generation(&manifest.encode())?;
+    let container = DirContainer::open_existing(&dir)?;
     println!(
         "container {} holds key groups {:?} ({:.1?})",
         dir.display(),
@@ -146,7 +161,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 3: read back, validated.
     let started = Instant::now();
     for (kg, expected) in &written {
-        let (header, payload) = read_envelope(&container, *kg, OPERATOR_ID)?;
+        let (header, payload) = read_vouched_envelope(&container, &manifest, *kg)?;
         let sections = Sections::decode(&payload)?;
         let names: Vec<&str> = sections.iter().map(|s| s.name).collect();
         if &payload != expected {
@@ -166,7 +181,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 4: damaged or foreign snapshots are refused.
     if let Some((kg, _)) = written.first() {
-        show_refusals(&container, &dir, *kg)?;
+        show_refusals(&container, &manifest, &dir, *kg)?;
     }
 
     // 5: SQL keys.
@@ -182,16 +197,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// operator: both must be refused with a typed error.
 fn show_refusals(
     container: &DirContainer,
+    manifest: &Manifest,
     dir: &std::path::Path,
     kg: u32,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let damaged_dir = dir.join("damaged");
     let mut damaged = DirContainer::open(&damaged_dir)?;
-    let mut bytes = std::fs::read(container.key_group_path(kg))?;
+    damaged.begin_generation()?;
+    let header = container.get_header(kg)?.ok_or("header")?;
+    let mut chunks = Vec::new();
+    while let Some(chunk) = container.get_chunk(kg, u32::try_from(chunks.len())?)? {
+        chunks.push(chunk.into_owned());
+    }
+    let chunk_refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+    damaged.put_key_group(kg, &header, &chunk_refs)?;
+    damaged.commit_generation(&manifest.encode())?;
+    let mut bytes = std::fs::read(damaged.key_group_path(kg))?;
     let last = bytes.len() - 1;
     bytes[last] ^= 0x01;
     std::fs::write(damaged.key_group_path(kg), &bytes)?;
-    match read_envelope(&damaged, kg, OPERATOR_ID) {
+    match read_vouched_envelope(&damaged, manifest, kg) {
         Ok(_) => return Err("a damaged snapshot validated".into()),
         Err(e) => println!("damaged copy of key group {kg} refused: {e}"),
     }
@@ -199,7 +224,8 @@ fn show_refusals(
         Ok(_) => return Err("a snapshot was accepted by the wrong operator".into()),
         Err(e) => println!("wrong operator refused: {e}"),
     }
-    damaged.remove_key_group(kg)?;
+    drop(damaged);
+    std::fs::remove_dir_all(&damaged_dir)?;
     Ok(())
 }
 

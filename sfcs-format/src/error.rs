@@ -218,6 +218,115 @@ pub enum SectionError {
     },
 }
 
+/// A snapshot manifest failed validation (checks in the order of the
+/// [manifest documentation](crate::Manifest)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    /// The manifest ended before a field could be read.
+    #[error(
+        "truncated manifest: {field} needs {needed} bytes at offset {offset}, {available} available"
+    )]
+    Truncated {
+        /// The field being read.
+        field: &'static str,
+        /// Byte offset of the field.
+        offset: usize,
+        /// Bytes the field needs.
+        needed: usize,
+        /// Bytes left at `offset`.
+        available: usize,
+    },
+    /// The first four bytes are not `SFCM`.
+    #[error("bad manifest magic: found {found:02x?}, expected \"SFCM\"")]
+    BadMagic {
+        /// The four bytes found.
+        found: [u8; 4],
+    },
+    /// The manifest version is not one this reader accepts.
+    #[error("unsupported manifest version {found}; this reader accepts {supported:?}")]
+    UnsupportedVersion {
+        /// The version found.
+        found: u32,
+        /// Every version this reader accepts.
+        supported: &'static [u32],
+    },
+    /// The manifest's own CRC32C does not match its bytes.
+    #[error("manifest CRC32C mismatch: stored {expected:#010x}, bytes hash to {computed:#010x}")]
+    ChecksumMismatch {
+        /// The stored checksum.
+        expected: u32,
+        /// The checksum of the bytes read.
+        computed: u32,
+    },
+    /// The envelopes or payloads use a format version this reader does not know.
+    #[error(
+        "manifest names envelope version {envelope_version} / section framing version {section_version}, not supported"
+    )]
+    UnsupportedFormat {
+        /// The SFCS header version recorded.
+        envelope_version: i32,
+        /// The section framing version recorded.
+        section_version: u32,
+    },
+    /// The max parallelism is above 32768.
+    #[error("manifest max parallelism {found} out of bounds (0 = not recorded, 1..=32768)")]
+    MaxParallelism {
+        /// The value recorded.
+        found: u32,
+    },
+    /// The covered key-group range does not fit the max parallelism.
+    #[error(
+        "manifest covers key groups {first}..{first}+{count}, beyond max parallelism {max_parallelism}"
+    )]
+    KeyGroupRange {
+        /// First covered key group.
+        first: u32,
+        /// Number of covered key groups.
+        count: u32,
+        /// The recorded max parallelism (0 = not recorded, then 32768 bounds the range).
+        max_parallelism: u32,
+    },
+    /// The operator-id length is out of bounds or its bytes are not UTF-8.
+    #[error("manifest operator id of length {length} is out of bounds or not UTF-8")]
+    OperatorId {
+        /// The length field.
+        length: u32,
+    },
+    /// The manifest belongs to another operator.
+    #[error("manifest belongs to operator {found:?}, expected {expected:?}")]
+    OperatorMismatch {
+        /// The operator id the caller expects.
+        expected: String,
+        /// The operator id in the manifest.
+        found: String,
+    },
+    /// The entry count cannot fit in the remaining bytes.
+    #[error("manifest entry count {count} cannot fit in {available} remaining bytes")]
+    EntryCount {
+        /// The count as read.
+        count: u32,
+        /// Bytes left after the count.
+        available: usize,
+    },
+    /// An entry is out of order, outside the covered range or has impossible lengths.
+    #[error("manifest entry {index} (key group {key_group}): {reason}")]
+    Entry {
+        /// Zero-based entry index.
+        index: u32,
+        /// The entry's key group.
+        key_group: u32,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// Bytes follow the last entry.
+    #[error("{extra} trailing bytes in the manifest")]
+    TrailingBytes {
+        /// Number of extra bytes.
+        extra: usize,
+    },
+}
+
 /// Input that cannot be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -293,6 +402,40 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A snapshot manifest failed validation.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The manifest lists a key group whose envelope is absent from the container.
+    #[error("key group {key_group}: listed in the manifest but absent from the container")]
+    KeyGroupMissing {
+        /// The key group.
+        key_group: u32,
+    },
+    /// The container holds an envelope for a key group the manifest does not list.
+    #[error("key group {key_group}: present in the container but not listed in the manifest")]
+    KeyGroupUnlisted {
+        /// The key group.
+        key_group: u32,
+    },
+    /// An envelope differs from what the manifest recorded for its key group (swapped,
+    /// copied from another key group, or rewritten after the manifest).
+    #[error(
+        "key group {key_group}: envelope {field} is {found:#x}, the manifest recorded {expected:#x}"
+    )]
+    NotVouched {
+        /// The key group.
+        key_group: u32,
+        /// The field that differs.
+        field: &'static str,
+        /// The manifest's value.
+        expected: u32,
+        /// The envelope's value.
+        found: u32,
+    },
+    /// [`Container::commit_generation`](crate::Container::commit_generation) was called with
+    /// no generation being written.
+    #[error("no snapshot generation is being written")]
+    NotWriting,
     /// An I/O operation of a container failed.
     #[error("I/O error on {path}: {source}")]
     Io {

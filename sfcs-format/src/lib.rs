@@ -109,19 +109,24 @@ mod cursor;
 mod envelope;
 mod error;
 mod header;
+mod manifest;
 mod section;
 
 pub use container::{
-    Container, DirContainer, HEADER_STATE_NAME, MemoryContainer, chunk_state_name, read_envelope,
-    write_envelope,
+    CURRENT_FILE, Container, DirContainer, HEADER_STATE_NAME, MANIFEST_FILE, MemoryContainer,
+    chunk_state_name, read_envelope, write_envelope,
 };
 pub use envelope::{
     Decoded, Envelope, assemble_payload, assemble_payload_into, decode, decode_to_vec,
 };
-pub use error::{DecodeError, EncodeError, Error, Result, SectionError};
+pub use error::{DecodeError, EncodeError, Error, ManifestError, Result, SectionError};
 pub use header::{
     CHUNK_SIZE, FIXED_HEADER_LEN, FORMAT_VERSION, Header, MAGIC, MAX_OPERATOR_ID_LEN,
     MAX_PAYLOAD_LEN, SUPPORTED_VERSIONS, chunk_count_for,
+};
+pub use manifest::{
+    MANIFEST_ENTRY_LEN, MANIFEST_MAGIC, MANIFEST_VERSION, MAX_MANIFEST_PARALLELISM, Manifest,
+    ManifestEntry, SUPPORTED_MANIFEST_VERSIONS, read_vouched_envelope,
 };
 pub use section::{
     MAX_SECTION_NAME_LEN, SECTION_FORMAT_VERSION, SUPPORTED_SECTION_VERSIONS, Section,

@@ -139,4 +139,109 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A canonical section's Arrow IPC bytes failed structural validation before Arrow read
+    /// them (see `state_api::validate` in the crate docs).
+    #[error("key group {key_group}, table {table:?}: invalid Arrow IPC at byte {offset}: {reason}")]
+    InvalidIpc {
+        /// The key group whose envelope held the section.
+        key_group: i32,
+        /// The section (table) name.
+        table: String,
+        /// Byte offset in the section where the fault was found.
+        offset: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// Decoding a canonical section (or staging its rows) panicked inside a dependency or a
+    /// backend; the panic was caught at the decode boundary and nothing was applied. The
+    /// validation before decoding should have refused these bytes: report it as a bug.
+    #[error("key group {key_group}, table {table:?}: decoding panicked: {message}")]
+    DecodePanicked {
+        /// The key group (-1 when the panic happened while staging a whole table).
+        key_group: i32,
+        /// The section (table) name.
+        table: String,
+        /// The panic message.
+        message: String,
+    },
+    /// A canonical row breaks a rule of the canonical format (see
+    /// [`validate_canonical_rows`](crate::validate_canonical_rows)).
+    #[error("key group {key_group}, table {table:?}, row {row}: {reason}")]
+    InvalidRow {
+        /// The key group.
+        key_group: i32,
+        /// The table.
+        table: String,
+        /// Zero-based row index in its batch.
+        row: usize,
+        /// The rule broken.
+        reason: &'static str,
+    },
+    /// A restore source holds no committed manifest: a snapshot still being written, one
+    /// whose writer died, or one written without a manifest. Nothing is restored from it.
+    #[error("restore source {source_index} has no manifest: the snapshot is incomplete")]
+    IncompleteSnapshot {
+        /// Index of the source in the restore call.
+        source_index: usize,
+    },
+    /// A key group the restore needs is missing: listed in a source's manifest but absent
+    /// from the source (`source_index` is `Some`), or covered by no source at all (`None`).
+    #[error("key group {key_group} is missing (restore source {source_index:?})")]
+    MissingKeyGroup {
+        /// The key group.
+        key_group: i32,
+        /// The source whose manifest lists it, if any.
+        source_index: Option<usize>,
+    },
+    /// A source holds an envelope for a key group its manifest does not list.
+    #[error("key group {key_group} in restore source {source_index} is not in its manifest")]
+    UnexpectedKeyGroup {
+        /// The key group.
+        key_group: i32,
+        /// Index of the source.
+        source_index: usize,
+    },
+    /// A snapshot of another max parallelism (key groups mean other keys there), or tables
+    /// of one call that disagree on it. `None` means "not recorded / not known".
+    #[error(
+        "max parallelism mismatch: expected {expected:?}, found {found:?} (restore source {source_index:?})"
+    )]
+    MaxParallelismMismatch {
+        /// The target's max parallelism.
+        expected: Option<i32>,
+        /// The snapshot's (or the disagreeing table's) max parallelism.
+        found: Option<i32>,
+        /// The source concerned, if any.
+        source_index: Option<usize>,
+    },
+    /// A snapshot's canonical table format version is not one this reader knows.
+    #[error("restore source {source_index}: unsupported canonical table version {found}")]
+    UnsupportedSnapshotVersion {
+        /// The version the manifest records.
+        found: u32,
+        /// Index of the source.
+        source_index: usize,
+    },
+    /// A value (or metadata entry) stored by a persistent backend is corrupt: it fails the
+    /// backend's structural checks or its storage reports a checksum failure.
+    #[error("corrupt stored state: {source}")]
+    CorruptValue {
+        /// The backend's native error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The backend's storage failed with an I/O error (file system, device).
+    #[error("storage I/O failure: {source}")]
+    Io {
+        /// The backend's native error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A native snapshot is incomplete, damaged or not this backend's; nothing was replaced.
+    #[error("invalid native snapshot: {source}")]
+    InvalidNativeSnapshot {
+        /// The backend's native error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }

@@ -74,6 +74,16 @@
 //!
 //! Rows expired at snapshot time are left out; key groups without rows get no envelope.
 //! The bytes depend only on the logical state, so every backend writes the same bytes.
+//! A manifest ([`sfcs_format::Manifest`]: operator id, max parallelism, versions, covered
+//! key groups, every envelope's lengths and CRCs) is committed last, atomically with the
+//! container generation.
+//!
+//! A restore is complete or refused: a source without a committed manifest, a missing,
+//! extra, swapped or copied key group, a key group of the target no source covers (or two
+//! do), another max parallelism — each is its own [`Error`] variant naming the key group or
+//! source, and nothing is applied. Sections are validated before Arrow reads them and
+//! decoded behind a panic barrier; rows follow [`validate_canonical_rows`] (one rule set for
+//! every backend). See [`restore_canonical_snapshot`].
 //!
 //! # Conformance suite
 //!
@@ -96,6 +106,7 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod bundle;
 mod codec;
 mod context;
 mod error;
@@ -108,12 +119,14 @@ mod sortkey;
 mod table;
 mod timer;
 mod ttl;
+mod validate;
 
 /// The shared conformance suite every backend runs. **Not API-stable**: cases are added and
 /// changed freely.
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 
+pub use bundle::BundlePhase;
 pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
@@ -127,7 +140,8 @@ pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,
-    encode_canonical_batch, plan_restore, restore_canonical_snapshot, write_canonical_snapshot,
+    encode_canonical_batch, plan_restore, restore_canonical_snapshot,
+    restore_canonical_snapshot_at, write_canonical_snapshot, write_canonical_snapshot_at,
 };
 pub use sortkey::{SORT_KEY_VERSION, SortField, decode_sort_key, encode_sort_key};
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
@@ -139,6 +153,7 @@ pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlRead, TtlUpdateType, TtlVisibility,
     expiration_timestamp, is_expired, ttl_exported, ttl_read, ttl_scan_visible,
 };
+pub use validate::{decode_canonical_section, validate_canonical_rows};
 
 // Re-exported so backends and tests name the same versions.
 pub use arrow_array;

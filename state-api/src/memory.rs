@@ -142,17 +142,46 @@ impl UsedBytes {
     }
 }
 
+/// An unbounded pool is charged in steps of this many bytes per reservation: a reservation
+/// touches the pool's shared counter once per step, not once per entry.
+const UNBOUNDED_STEP: usize = 64 << 10;
+
 /// Bytes held from a [`MemoryPool`]; grows and shrinks, and returns everything on drop.
+///
+/// Against a bounded pool every change is exact (the pool can refuse any byte). Against an
+/// unbounded pool ([`MemoryPool::capacity`] `None`, which refuses nothing but an overflow)
+/// the reservation counts locally and charges the pool in whole steps of 64 KiB: the
+/// pool's [`used`](MemoryPool::used) then over-reports by less than two steps per
+/// reservation, and the hot path of a table (a put, a cache admission) does no atomic
+/// operation at all.
 #[derive(Debug)]
 pub struct MemoryReservation {
     pool: Arc<dyn MemoryPool>,
     size: usize,
+    /// Bytes taken from the pool: `size` for a bounded pool, `size` rounded up to a step
+    /// (and at most one step more) for an unbounded one.
+    granted: usize,
+    unbounded: bool,
+}
+
+/// `bytes` rounded up to a whole step (saturating).
+fn round_up_step(bytes: usize) -> usize {
+    bytes
+        .div_ceil(UNBOUNDED_STEP)
+        .saturating_mul(UNBOUNDED_STEP)
+        .max(bytes)
 }
 
 impl MemoryReservation {
     /// An empty reservation against `pool`.
     pub fn new(pool: Arc<dyn MemoryPool>) -> Self {
-        Self { pool, size: 0 }
+        let unbounded = pool.capacity().is_none();
+        Self {
+            pool,
+            size: 0,
+            granted: 0,
+            unbounded,
+        }
     }
 
     /// Bytes currently held.
@@ -169,17 +198,50 @@ impl MemoryReservation {
     ///
     /// # Errors
     /// [`Error::MemoryExhausted`]; the reservation is unchanged.
+    #[inline]
     pub fn try_grow(&mut self, bytes: usize) -> Result<()> {
-        self.pool.try_acquire(bytes)?;
-        self.size += bytes;
+        if bytes == 0 {
+            return Ok(());
+        }
+        if !self.unbounded {
+            self.pool.try_acquire(bytes)?;
+            self.size += bytes;
+            self.granted = self.size;
+            return Ok(());
+        }
+        let size = self.size.checked_add(bytes).ok_or(Error::MemoryExhausted {
+            requested: bytes,
+            available: usize::MAX - self.size,
+        })?;
+        if size > self.granted {
+            let target = round_up_step(size);
+            self.pool.try_acquire(target - self.granted)?;
+            self.granted = target;
+        }
+        self.size = size;
         Ok(())
     }
 
     /// Returns `bytes` (at most everything held) to the pool.
+    #[inline]
     pub fn shrink(&mut self, bytes: usize) {
         let bytes = bytes.min(self.size);
-        self.pool.release(bytes);
+        if bytes == 0 {
+            return;
+        }
         self.size -= bytes;
+        if !self.unbounded {
+            self.pool.release(bytes);
+            self.granted = self.size;
+        } else if self.size == 0 || self.granted - self.size >= 2 * UNBOUNDED_STEP {
+            let target = if self.size == 0 {
+                0
+            } else {
+                round_up_step(self.size)
+            };
+            self.pool.release(self.granted - target);
+            self.granted = target;
+        }
     }
 
     /// Grows or shrinks to exactly `bytes`.
@@ -195,18 +257,25 @@ impl MemoryReservation {
         }
     }
 
-    /// Returns everything held to the pool.
+    /// Returns everything to the pool.
     pub fn free(&mut self) {
         self.shrink(self.size);
+        if self.granted > 0 {
+            self.pool.release(self.granted);
+            self.granted = 0;
+        }
     }
 
     /// Moves everything held into a new reservation (for handing staged memory over).
     #[must_use]
     pub fn take(&mut self) -> MemoryReservation {
         let size = std::mem::take(&mut self.size);
+        let granted = std::mem::take(&mut self.granted);
         MemoryReservation {
             pool: Arc::clone(&self.pool),
             size,
+            granted,
+            unbounded: self.unbounded,
         }
     }
 }
@@ -259,7 +328,22 @@ mod tests {
             r.shrink(usize::MAX);
             assert_eq!(r.size(), 0);
             r.try_grow(5).unwrap();
-            assert_eq!(pool.used(), 5);
+            // Charged in whole steps: one step for 5 bytes, no pool traffic until it is used.
+            assert_eq!(pool.used(), UNBOUNDED_STEP);
+            r.try_grow(UNBOUNDED_STEP - 5).unwrap();
+            assert_eq!(pool.used(), UNBOUNDED_STEP);
+            r.try_grow(1).unwrap();
+            assert_eq!(pool.used(), 2 * UNBOUNDED_STEP);
+            // Shrinking releases only once two whole steps are unused.
+            r.try_grow(3 * UNBOUNDED_STEP).unwrap();
+            r.shrink(3 * UNBOUNDED_STEP);
+            assert_eq!(r.size(), UNBOUNDED_STEP + 1);
+            assert_eq!(pool.used(), 2 * UNBOUNDED_STEP);
+            let moved = r.take();
+            assert_eq!((r.size(), moved.size()), (0, UNBOUNDED_STEP + 1));
+            drop(moved);
+            assert_eq!(pool.used(), 0);
+            r.try_grow(7).unwrap();
         }
         assert_eq!(pool.used(), 0);
         assert_eq!(pool.capacity(), None);

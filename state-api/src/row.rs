@@ -17,7 +17,9 @@ use arrow_array::types::{
     Int64Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, validate_decimal_precision_and_scale,
 };
-use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BinaryArray, BooleanArray, PrimitiveArray, StringArray,
+};
 use arrow_schema::{DataType, Fields, TimeUnit};
 
 use crate::codec::ValueCodec;
@@ -398,24 +400,16 @@ impl ValueCodec for RowCodec {
                 return Err(codec_error(field.name(), NULL_IN_NON_NULLABLE));
             }
         }
-        let start = out.len();
+        let typed = self
+            .fields
+            .iter()
+            .zip(self.kinds.iter())
+            .zip(columns)
+            .map(|((field, kind), column)| Typed::new(*kind, field.name(), column.as_ref()))
+            .collect::<Result<Vec<Typed<'_>>>>()?;
         out.reserve(len);
-        out.extend((0..len).map(|_| Vec::with_capacity(width)));
-        let filled = match out.get_mut(start..) {
-            Some(rows) => self
-                .fields
-                .iter()
-                .zip(self.kinds.iter())
-                .zip(columns)
-                .try_for_each(|((field, kind), column)| {
-                    fill_column(*kind, field.name(), column.as_ref(), rows)
-                }),
-            None => Err(codec_error(first_name, "output rows missing")),
-        };
-        if filled.is_err() {
-            out.truncate(start);
-        }
-        filled
+        out.extend((0..len).map(|row| typed.iter().map(|column| column.cell(row)).collect()));
+        Ok(())
     }
 
     fn heap_size(&self, value: &Row) -> usize {
@@ -712,85 +706,94 @@ impl Column<'_> {
     }
 }
 
-/// Appends column `array` (already checked to be of `kind`'s data type and of
-/// `rows.len()` rows) to `rows`, one value per row.
-fn fill_column(kind: Kind, name: &str, array: &dyn Array, rows: &mut [Row]) -> Result<()> {
-    fn push<V>(rows: &mut [Row], values: impl Iterator<Item = Option<V>>, f: impl Fn(V) -> Scalar) {
-        for (row, value) in rows.iter_mut().zip(values) {
-            row.push(value.map_or(Scalar::Null, &f));
+/// A value column, downcast (and its decimals checked) once, then read a cell at a time.
+enum Typed<'a> {
+    Boolean(&'a BooleanArray),
+    Int8(&'a PrimitiveArray<Int8Type>),
+    Int16(&'a PrimitiveArray<Int16Type>),
+    Int32(&'a PrimitiveArray<Int32Type>),
+    Int64(&'a PrimitiveArray<Int64Type>),
+    Float32(&'a PrimitiveArray<Float32Type>),
+    Float64(&'a PrimitiveArray<Float64Type>),
+    Decimal128(&'a PrimitiveArray<Decimal128Type>),
+    Utf8(&'a StringArray),
+    Binary(&'a BinaryArray),
+    Date32(&'a PrimitiveArray<Date32Type>),
+    TimestampSecond(&'a PrimitiveArray<TimestampSecondType>),
+    TimestampMillisecond(&'a PrimitiveArray<TimestampMillisecondType>),
+    TimestampMicrosecond(&'a PrimitiveArray<TimestampMicrosecondType>),
+    TimestampNanosecond(&'a PrimitiveArray<TimestampNanosecondType>),
+}
+
+impl<'a> Typed<'a> {
+    /// Downcasts `array` (already checked to be of `kind`'s data type), refusing decimals
+    /// beyond the precision.
+    fn new(kind: Kind, name: &str, array: &'a dyn Array) -> Result<Self> {
+        fn prim<'a, T: ArrowPrimitiveType>(
+            array: &'a dyn Array,
+            name: &str,
+        ) -> Result<&'a PrimitiveArray<T>> {
+            array
+                .as_primitive_opt::<T>()
+                .ok_or_else(|| codec_error(name, WRONG_TYPE))
         }
-    }
-    fn prim<'a, T: ArrowPrimitiveType>(
-        array: &'a dyn Array,
-        name: &str,
-    ) -> Result<&'a PrimitiveArray<T>> {
-        array
-            .as_primitive_opt::<T>()
-            .ok_or_else(|| codec_error(name, WRONG_TYPE))
-    }
-    let wrong = || codec_error(name, WRONG_TYPE);
-    match kind {
-        Kind::Boolean => push(
-            rows,
-            array.as_boolean_opt().ok_or_else(wrong)?.iter(),
-            Scalar::Boolean,
-        ),
-        Kind::Int8 => push(rows, prim::<Int8Type>(array, name)?.iter(), Scalar::Int8),
-        Kind::Int16 => push(rows, prim::<Int16Type>(array, name)?.iter(), Scalar::Int16),
-        Kind::Int32 => push(rows, prim::<Int32Type>(array, name)?.iter(), Scalar::Int32),
-        Kind::Int64 => push(rows, prim::<Int64Type>(array, name)?.iter(), Scalar::Int64),
-        Kind::Float32 => push(
-            rows,
-            prim::<Float32Type>(array, name)?.iter(),
-            Scalar::Float32,
-        ),
-        Kind::Float64 => push(
-            rows,
-            prim::<Float64Type>(array, name)?.iter(),
-            Scalar::Float64,
-        ),
-        Kind::Decimal128 { precision } => {
-            let typed = prim::<Decimal128Type>(array, name)?;
-            if typed.iter().flatten().any(|v| !decimal_fits(v, precision)) {
-                return Err(codec_error(name, DECIMAL_OVERFLOW));
+        let wrong = || codec_error(name, WRONG_TYPE);
+        Ok(match kind {
+            Kind::Boolean => Typed::Boolean(array.as_boolean_opt().ok_or_else(wrong)?),
+            Kind::Int8 => Typed::Int8(prim(array, name)?),
+            Kind::Int16 => Typed::Int16(prim(array, name)?),
+            Kind::Int32 => Typed::Int32(prim(array, name)?),
+            Kind::Int64 => Typed::Int64(prim(array, name)?),
+            Kind::Float32 => Typed::Float32(prim(array, name)?),
+            Kind::Float64 => Typed::Float64(prim(array, name)?),
+            Kind::Decimal128 { precision } => {
+                let typed = prim::<Decimal128Type>(array, name)?;
+                if typed.iter().flatten().any(|v| !decimal_fits(v, precision)) {
+                    return Err(codec_error(name, DECIMAL_OVERFLOW));
+                }
+                Typed::Decimal128(typed)
             }
-            push(rows, typed.iter(), Scalar::Decimal128);
-        }
-        Kind::Utf8 => push(
-            rows,
-            array.as_string_opt::<i32>().ok_or_else(wrong)?.iter(),
-            |s: &str| Scalar::Utf8(s.to_owned()),
-        ),
-        Kind::Binary => push(
-            rows,
-            array.as_binary_opt::<i32>().ok_or_else(wrong)?.iter(),
-            |b: &[u8]| Scalar::Binary(b.to_vec()),
-        ),
-        Kind::Date32 => push(
-            rows,
-            prim::<Date32Type>(array, name)?.iter(),
-            Scalar::Date32,
-        ),
-        Kind::Timestamp(TimeUnit::Second) => push(
-            rows,
-            prim::<TimestampSecondType>(array, name)?.iter(),
-            Scalar::Timestamp,
-        ),
-        Kind::Timestamp(TimeUnit::Millisecond) => push(
-            rows,
-            prim::<TimestampMillisecondType>(array, name)?.iter(),
-            Scalar::Timestamp,
-        ),
-        Kind::Timestamp(TimeUnit::Microsecond) => push(
-            rows,
-            prim::<TimestampMicrosecondType>(array, name)?.iter(),
-            Scalar::Timestamp,
-        ),
-        Kind::Timestamp(TimeUnit::Nanosecond) => push(
-            rows,
-            prim::<TimestampNanosecondType>(array, name)?.iter(),
-            Scalar::Timestamp,
-        ),
+            Kind::Utf8 => Typed::Utf8(array.as_string_opt::<i32>().ok_or_else(wrong)?),
+            Kind::Binary => Typed::Binary(array.as_binary_opt::<i32>().ok_or_else(wrong)?),
+            Kind::Date32 => Typed::Date32(prim(array, name)?),
+            Kind::Timestamp(TimeUnit::Second) => Typed::TimestampSecond(prim(array, name)?),
+            Kind::Timestamp(TimeUnit::Millisecond) => {
+                Typed::TimestampMillisecond(prim(array, name)?)
+            }
+            Kind::Timestamp(TimeUnit::Microsecond) => {
+                Typed::TimestampMicrosecond(prim(array, name)?)
+            }
+            Kind::Timestamp(TimeUnit::Nanosecond) => Typed::TimestampNanosecond(prim(array, name)?),
+        })
     }
-    Ok(())
+
+    /// The cell at `row`, which the caller keeps below the column's length.
+    fn cell(&self, row: usize) -> Scalar {
+        macro_rules! read {
+            ($array:expr, $make:expr) => {
+                if $array.is_null(row) {
+                    Scalar::Null
+                } else {
+                    $make($array.value(row))
+                }
+            };
+        }
+        match self {
+            Typed::Boolean(a) => read!(a, Scalar::Boolean),
+            Typed::Int8(a) => read!(a, Scalar::Int8),
+            Typed::Int16(a) => read!(a, Scalar::Int16),
+            Typed::Int32(a) => read!(a, Scalar::Int32),
+            Typed::Int64(a) => read!(a, Scalar::Int64),
+            Typed::Float32(a) => read!(a, Scalar::Float32),
+            Typed::Float64(a) => read!(a, Scalar::Float64),
+            Typed::Decimal128(a) => read!(a, Scalar::Decimal128),
+            Typed::Utf8(a) => read!(a, |s: &str| Scalar::Utf8(s.to_owned())),
+            Typed::Binary(a) => read!(a, |b: &[u8]| Scalar::Binary(b.to_vec())),
+            Typed::Date32(a) => read!(a, Scalar::Date32),
+            Typed::TimestampSecond(a) => read!(a, Scalar::Timestamp),
+            Typed::TimestampMillisecond(a) => read!(a, Scalar::Timestamp),
+            Typed::TimestampMicrosecond(a) => read!(a, Scalar::Timestamp),
+            Typed::TimestampNanosecond(a) => read!(a, Scalar::Timestamp),
+        }
+    }
 }

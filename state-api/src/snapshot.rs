@@ -6,15 +6,18 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BinaryArray, Int64Array, RecordBatch};
 use arrow_buffer::ScalarBuffer;
-use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
-use keygroup::{KeyGroup, KeyGroupRange};
-use sfcs_format::{Container, SectionWriter, Sections, read_envelope, write_envelope};
+use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
+use sfcs_format::{
+    Container, Manifest, ManifestEntry, SectionWriter, Sections, read_vouched_envelope,
+    write_envelope,
+};
 
 use crate::codec::ValueCodec;
 use crate::error::{CorruptionKind, Error, Result};
 use crate::memory::{MemoryPool, MemoryReservation};
+use crate::validate::{catch_panic, decode_section, key_columns, validate_canonical_rows};
 
 /// The canonical table format version, stored in the Arrow schema metadata under
 /// [`CANONICAL_VERSION_KEY`].
@@ -109,20 +112,6 @@ pub fn decode_canonical_batch<C: ValueCodec>(
     })
 }
 
-fn key_columns(batch: &RecordBatch) -> Option<(&BinaryArray, &Int64Array)> {
-    let keys = batch
-        .columns()
-        .first()?
-        .as_any()
-        .downcast_ref::<BinaryArray>()?;
-    let ts = batch
-        .columns()
-        .get(1)?
-        .as_any()
-        .downcast_ref::<Int64Array>()?;
-    Some((keys, ts))
-}
-
 /// The canonical-snapshot capability of a table; implemented by every backend's table.
 ///
 /// Contract:
@@ -136,6 +125,9 @@ fn key_columns(batch: &RecordBatch) -> Option<(&BinaryArray, &Int64Array)> {
 ///   table's whole content with the staged rows and cannot fail;
 ///   [`abort_restore`](CanonicalTable::abort_restore) drops them.
 /// - All three snapshot entry points return [`Error::BundleState`] while a bundle is open.
+/// - [`table_max_parallelism`](CanonicalTable::table_max_parallelism) and
+///   [`table_has_ttl`](CanonicalTable::table_has_ttl) should be implemented by every backend
+///   (their defaults say "unknown", which disables the checks that need them).
 pub trait CanonicalTable {
     /// The table (and section) name.
     fn table_name(&self) -> &str;
@@ -165,27 +157,55 @@ pub trait CanonicalTable {
 
     /// Drops the staged rows.
     fn abort_restore(&mut self);
+
+    /// The max parallelism the table's key groups are computed with
+    /// ([`StoreConfig::max_parallelism`](crate::StoreConfig::max_parallelism)); `None` when
+    /// the backend does not say (the default). Snapshots record it in their manifest and
+    /// restores refuse a snapshot of another one.
+    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
+        None
+    }
+
+    /// Whether the table has TTL; `None` when the backend does not say (the default), which
+    /// skips the one [canonical row rule](crate::validate_canonical_rows) that needs it.
+    fn table_has_ttl(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// What a canonical snapshot wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SnapshotSummary {
-    /// Key groups written (those with at least one row).
+    /// Key groups written (those with at least one row, or a deadline).
     pub key_groups: usize,
     /// Rows written over all tables.
     pub rows: usize,
 }
 
 /// What a canonical restore applied.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RestoreSummary {
     /// Key groups read from the sources.
     pub key_groups: usize,
     /// Rows restored over all tables.
     pub rows: usize,
+    /// The processing-time deadline each restored key group's envelope carries (`None`: no
+    /// deadline), ascending by key group, one entry per key group read — so a restored
+    /// operator can re-register its processing-time timers.
+    pub deadlines: Vec<(KeyGroup, Option<i64>)>,
 }
+
+impl RestoreSummary {
+    /// The earliest processing-time deadline over the restored key groups.
+    pub fn earliest_deadline(&self) -> Option<i64> {
+        self.deadlines.iter().filter_map(|(_, d)| *d).min()
+    }
+}
+
+/// The canonical table format version as the manifest's payload version.
+const PAYLOAD_VERSION: u32 = 1;
 
 fn check_table_set(names: &[&str], ranges: &[KeyGroupRange]) -> Result<Option<KeyGroupRange>> {
     let Some(&first) = ranges.first() else {
@@ -199,6 +219,28 @@ fn check_table_set(names: &[&str], ranges: &[KeyGroupRange]) -> Result<Option<Ke
         }
     }
     Ok(Some(first))
+}
+
+/// The max parallelism of a call: `explicit` if given, else the tables' (when they report
+/// one). Tables that disagree with each other or with `explicit` are refused.
+fn resolve_max_parallelism(
+    explicit: Option<MaxParallelism>,
+    reported: impl Iterator<Item = Option<MaxParallelism>>,
+) -> Result<Option<MaxParallelism>> {
+    let mut resolved = explicit;
+    for mp in reported.flatten() {
+        match resolved {
+            Some(r) if r != mp => {
+                return Err(Error::MaxParallelismMismatch {
+                    expected: Some(r.get()),
+                    found: Some(mp.get()),
+                    source_index: None,
+                });
+            }
+            _ => resolved = Some(mp),
+        }
+    }
+    Ok(resolved)
 }
 
 fn arrow_error(key_group: i32, table: &str) -> impl Fn(arrow_schema::ArrowError) -> Error + '_ {
@@ -217,24 +259,17 @@ fn corruption(key_group: i32, table: &str, kind: CorruptionKind) -> Error {
     }
 }
 
-/// Whether `keys` is strictly ascending and starts above `previous`.
-fn strictly_ascending(keys: &BinaryArray, previous: Option<&[u8]>) -> bool {
-    let mut prev = previous;
-    for key in keys {
-        let Some(key) = key else { return false };
-        if prev.is_some_and(|p| p >= key) {
-            return false;
-        }
-        prev = Some(key);
-    }
-    true
-}
-
 /// Writes the canonical snapshot of `tables` (one operator's tables, sharing one key-group
-/// range) into `container`: for every key group of the range, one SFCS envelope for
-/// `operator_id` holding one section per table with rows in that key group (sections in
-/// ascending name order, each an Arrow IPC stream of one batch), or — when no table has
-/// rows there — nothing (any stale entry for that key group is removed).
+/// range) into `container` as one new generation: for every key group of the range, one
+/// SFCS envelope for `operator_id` holding one section per table with rows in that key group
+/// (sections in ascending name order, each an Arrow IPC stream of one batch), or — when no
+/// table has rows there — none; then the [manifest](sfcs_format::Manifest) (operator id, max
+/// parallelism, versions, the covered range, every envelope's lengths and CRCs), committed
+/// atomically with the generation.
+///
+/// `deadline` goes into every envelope. The max parallelism recorded is the tables'
+/// ([`CanonicalTable::table_max_parallelism`]), or "not recorded" when they do not report
+/// one; [`write_canonical_snapshot_at`] names it explicitly and sets a deadline per key group.
 ///
 /// The bytes depend only on the logical state (keys, timestamps, values) and the clock's
 /// now, never on the backend or insertion order.
@@ -242,12 +277,63 @@ fn strictly_ascending(keys: &BinaryArray, previous: Option<&[u8]>) -> bool {
 /// Materialised batches and IPC bytes of one key group at a time are reserved from `pool`.
 ///
 /// # Errors
-/// [`Error::TableSetMismatch`]; [`Error::MemoryExhausted`]; [`Error::BundleState`]; an Arrow,
-/// codec or container error. On error the tables are unchanged, but the container may hold
-/// some of the key groups already written.
+/// [`Error::TableSetMismatch`]; [`Error::MaxParallelismMismatch`] when the tables disagree;
+/// [`Error::MemoryExhausted`]; [`Error::BundleState`]; [`Error::Corruption`] /
+/// [`Error::InvalidRow`] for an export that breaks the canonical rules; an Arrow, codec or
+/// container error. On error the tables are unchanged and the container's committed snapshot
+/// is the previous one (the generation being written is never committed).
 pub fn write_canonical_snapshot(
     operator_id: &str,
     deadline: Option<i64>,
+    tables: &[&dyn CanonicalTable],
+    container: &mut dyn Container,
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<SnapshotSummary> {
+    write_snapshot(
+        operator_id,
+        None,
+        &|_| deadline,
+        false,
+        tables,
+        container,
+        pool,
+    )
+}
+
+/// [`write_canonical_snapshot`] at an explicit max parallelism (the tables must not report
+/// another), with a processing-time deadline per key group: a key group with a deadline gets
+/// an envelope even when it has no rows (zero sections), so the deadline survives.
+///
+/// # Errors
+/// As [`write_canonical_snapshot`].
+pub fn write_canonical_snapshot_at(
+    max_parallelism: MaxParallelism,
+    operator_id: &str,
+    deadlines: &dyn Fn(KeyGroup) -> Option<i64>,
+    tables: &[&dyn CanonicalTable],
+    container: &mut dyn Container,
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<SnapshotSummary> {
+    write_snapshot(
+        operator_id,
+        Some(max_parallelism),
+        deadlines,
+        true,
+        tables,
+        container,
+        pool,
+    )
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the private body of the two entry points"
+)]
+fn write_snapshot(
+    operator_id: &str,
+    max_parallelism: Option<MaxParallelism>,
+    deadlines: &dyn Fn(KeyGroup) -> Option<i64>,
+    deadline_makes_envelope: bool,
     tables: &[&dyn CanonicalTable],
     container: &mut dyn Container,
     pool: &Arc<dyn MemoryPool>,
@@ -257,10 +343,25 @@ pub fn write_canonical_snapshot(
     let Some(range) = check_table_set(&names, &ranges)? else {
         return Ok(SnapshotSummary::default());
     };
+    let max_parallelism = resolve_max_parallelism(
+        max_parallelism,
+        tables.iter().map(|t| t.table_max_parallelism()),
+    )?;
+    if let Some(mp) = max_parallelism
+        && !range.is_empty()
+        && range.end() >= mp.get()
+    {
+        return Err(Error::KeyGroupOutOfRange {
+            key_group: range.end(),
+            range: mp.key_groups(),
+        });
+    }
     let mut order: Vec<&dyn CanonicalTable> = tables.to_vec();
     order.sort_by(|a, b| a.table_name().cmp(b.table_name()));
     let mut summary = SnapshotSummary::default();
+    let mut entries = Vec::new();
     let mut reservation = MemoryReservation::new(Arc::clone(pool));
+    container.begin_generation()?;
     for key_group in range {
         let kg = key_group.get();
         let mut sections = SectionWriter::new();
@@ -275,9 +376,7 @@ pub fn write_canonical_snapshot(
             if batch.schema() != schema {
                 return Err(corruption(kg, name, CorruptionKind::SchemaMismatch));
             }
-            if !key_columns(&batch).is_some_and(|(keys, _)| strictly_ascending(keys, None)) {
-                return Err(corruption(kg, name, CorruptionKind::KeysNotSorted));
-            }
+            validate_canonical_rows(kg, name, &batch, None, table.table_has_ttl())?;
             let mut writer =
                 StreamWriter::try_new(Vec::new(), &schema).map_err(arrow_error(kg, name))?;
             writer.write(&batch).map_err(arrow_error(kg, name))?;
@@ -290,74 +389,205 @@ pub fn write_canonical_snapshot(
             summary.rows += batch.num_rows();
             any = true;
         }
-        let kg_u32 = kg.cast_unsigned();
-        if any {
+        let deadline = deadlines(key_group);
+        if any || (deadline_makes_envelope && deadline.is_some()) {
+            let kg_u32 = kg.cast_unsigned();
             let payload = sections.finish();
             reservation.try_grow(payload.len())?;
-            write_envelope(container, kg_u32, operator_id, deadline, &payload)?;
+            let header = write_envelope(container, kg_u32, operator_id, deadline, &payload)?;
+            entries.push(ManifestEntry::for_header(kg_u32, &header));
             summary.key_groups += 1;
-        } else {
-            container.remove_key_group(kg_u32)?;
         }
         reservation.free();
     }
+    let manifest = Manifest::try_new(
+        operator_id,
+        max_parallelism.map_or(0, |mp| mp.get().cast_unsigned()),
+        range.start().cast_unsigned(),
+        u32::try_from(range.len()).unwrap_or(u32::MAX),
+        PAYLOAD_VERSION,
+        entries,
+    )
+    .map_err(sfcs_format::Error::from)?;
+    container.commit_generation(&manifest.encode())?;
     Ok(summary)
 }
 
-/// Which source holds each key group of `target`: the restore plan after a rescale (merge
-/// after scale-in, split after scale-out). Key groups outside `target` are ignored; key
-/// groups of `target` that no source holds are empty.
-///
-/// # Errors
-/// [`Error::DuplicateKeyGroup`] when two sources hold one key group of `target`; a container
-/// error.
-pub fn plan_restore(
+/// One restore source after its manifest passed every check.
+struct Source<'a> {
+    container: &'a dyn Container,
+    manifest: Manifest,
+}
+
+/// Reads and checks the manifest of every source: present, valid, for `operator_id`, of a
+/// known canonical version, of the target's max parallelism (when both are known), and
+/// listing exactly the envelopes the source holds.
+fn open_sources<'a>(
+    operator_id: &str,
     target: KeyGroupRange,
-    sources: &[&dyn Container],
-) -> Result<Vec<(KeyGroup, usize)>> {
-    let mut owner: HashMap<i32, usize> = HashMap::new();
-    for (index, source) in sources.iter().enumerate() {
-        for kg in source.key_groups()? {
-            let Ok(kg) = i32::try_from(kg) else { continue };
-            let Ok(key_group) = KeyGroup::new(kg) else {
-                continue;
-            };
-            if !target.contains(key_group) {
+    max_parallelism: Option<MaxParallelism>,
+    sources: &[&'a dyn Container],
+) -> Result<Vec<Source<'a>>> {
+    let mut out = Vec::with_capacity(sources.len());
+    for (index, container) in sources.iter().enumerate() {
+        let bytes = container.get_manifest()?.ok_or(Error::IncompleteSnapshot {
+            source_index: index,
+        })?;
+        let manifest =
+            Manifest::decode(&bytes, Some(operator_id)).map_err(sfcs_format::Error::from)?;
+        if manifest.payload_version() != PAYLOAD_VERSION {
+            return Err(Error::UnsupportedSnapshotVersion {
+                found: manifest.payload_version(),
+                source_index: index,
+            });
+        }
+        let found = manifest.max_parallelism().map(u32::cast_signed);
+        let mismatch = match (max_parallelism, found) {
+            (Some(expected), found) => found != Some(expected.get()),
+            (None, Some(found)) => !target.is_empty() && target.end() >= found,
+            (None, None) => false,
+        };
+        if mismatch {
+            return Err(Error::MaxParallelismMismatch {
+                expected: max_parallelism.map(MaxParallelism::get),
+                found,
+                source_index: Some(index),
+            });
+        }
+        manifest.check_listing(*container).map_err(|e| match e {
+            sfcs_format::Error::KeyGroupMissing { key_group } => Error::MissingKeyGroup {
+                key_group: key_group.cast_signed(),
+                source_index: Some(index),
+            },
+            sfcs_format::Error::KeyGroupUnlisted { key_group } => Error::UnexpectedKeyGroup {
+                key_group: key_group.cast_signed(),
+                source_index: index,
+            },
+            other => Error::Snapshot(other),
+        })?;
+        out.push(Source {
+            container: *container,
+            manifest,
+        });
+    }
+    Ok(out)
+}
+
+/// For every key group of `target`, the one source whose manifest covers it; and whether
+/// that source has an envelope for it.
+fn plan_sources(target: KeyGroupRange, sources: &[Source<'_>]) -> Result<Vec<(KeyGroup, usize)>> {
+    let mut plan = Vec::new();
+    for key_group in target {
+        let kg = key_group.get().cast_unsigned();
+        let mut owner = None;
+        for (index, source) in sources.iter().enumerate() {
+            if !source.manifest.covers(kg) {
                 continue;
             }
-            if let Some(first) = owner.insert(kg, index) {
+            if let Some(first) = owner.replace(index) {
                 return Err(Error::DuplicateKeyGroup {
-                    key_group: kg,
+                    key_group: key_group.get(),
                     first,
                     second: index,
                 });
             }
         }
+        let owner = owner.ok_or(Error::MissingKeyGroup {
+            key_group: key_group.get(),
+            source_index: None,
+        })?;
+        if sources
+            .get(owner)
+            .is_some_and(|s| s.manifest.entry(kg).is_some())
+        {
+            plan.push((key_group, owner));
+        }
     }
-    let mut plan: Vec<(KeyGroup, usize)> = owner
-        .into_iter()
-        .filter_map(|(kg, source)| KeyGroup::new(kg).ok().map(|kg| (kg, source)))
-        .collect();
-    plan.sort_unstable();
     Ok(plan)
+}
+
+/// Which source holds each key group of `target` that has an envelope: the restore plan
+/// after a rescale (merge after scale-in, split after scale-out). Every source must hold a
+/// valid manifest; every key group of `target` must be covered by exactly one source's
+/// manifest (covered key groups without an envelope are empty and left out of the plan).
+///
+/// # Errors
+/// [`Error::IncompleteSnapshot`]; [`Error::DuplicateKeyGroup`] when two sources cover one key
+/// group of `target`; [`Error::MissingKeyGroup`] when none does or an envelope is missing;
+/// [`Error::UnexpectedKeyGroup`]; a manifest or container error.
+pub fn plan_restore(
+    target: KeyGroupRange,
+    sources: &[&dyn Container],
+) -> Result<Vec<(KeyGroup, usize)>> {
+    let mut opened = Vec::with_capacity(sources.len());
+    for (index, container) in sources.iter().enumerate() {
+        let bytes = container.get_manifest()?.ok_or(Error::IncompleteSnapshot {
+            source_index: index,
+        })?;
+        let manifest = Manifest::decode(&bytes, None).map_err(sfcs_format::Error::from)?;
+        opened.push(Source {
+            container: *container,
+            manifest,
+        });
+    }
+    plan_sources(target, &opened)
 }
 
 /// Restores `tables` (one operator's tables, sharing one key-group range: the restore
 /// target) from any number of canonical snapshots in `sources`, taking exactly the key
 /// groups of the target range.
 ///
-/// All or nothing: every envelope, section, schema and row of every key group is read,
-/// validated and staged in every table first; only then is each table's content replaced
-/// (tables the snapshot has no rows for become empty). On any error every table is
-/// unchanged. Envelope and decoded bytes are reserved from `pool` while staging.
+/// Complete or refused: every source must hold a committed [manifest](sfcs_format::Manifest)
+/// for `operator_id` that lists exactly the envelopes it holds; every key group of the
+/// target must be covered by exactly one source; each envelope must match its manifest entry
+/// (so a swapped or copied key group is refused, naming it); the max parallelism must match
+/// the target's (taken from [`CanonicalTable::table_max_parallelism`]; see
+/// [`restore_canonical_snapshot_at`] to name it).
+///
+/// All or nothing: every envelope of every key group is read, vouched for and checksummed
+/// first; then every section, schema and row is validated (the Arrow IPC bytes before Arrow
+/// reads them, the rows by
+/// [`validate_canonical_rows`]) and staged in every table first; only then is each table's
+/// content replaced (tables the snapshot has no rows for become empty). On any error every
+/// table is unchanged. Envelope and decoded bytes are reserved from `pool` while staging.
+/// A panic while decoding or staging is caught and returned as [`Error::DecodePanicked`].
 ///
 /// # Errors
-/// [`Error::Snapshot`] for an envelope that fails validation (wrong operator, version,
-/// checksum, truncation…); [`Error::Corruption`] for a section that does not fit its table;
-/// [`Error::Arrow`]; [`Error::DuplicateKeyGroup`]; [`Error::TableSetMismatch`];
-/// [`Error::MemoryExhausted`]; [`Error::BundleState`]; a codec error.
+/// [`Error::IncompleteSnapshot`]; [`Error::MissingKeyGroup`]; [`Error::UnexpectedKeyGroup`];
+/// [`Error::DuplicateKeyGroup`]; [`Error::MaxParallelismMismatch`];
+/// [`Error::UnsupportedSnapshotVersion`]; [`Error::Snapshot`] for a manifest or envelope that
+/// fails validation (wrong operator, version, checksum, truncation, not vouched for…);
+/// [`Error::InvalidIpc`], [`Error::Corruption`], [`Error::InvalidRow`], [`Error::Arrow`] for
+/// a section that does not fit its table; [`Error::DecodePanicked`];
+/// [`Error::TableSetMismatch`]; [`Error::MemoryExhausted`]; [`Error::BundleState`]; a codec
+/// error.
 pub fn restore_canonical_snapshot(
     operator_id: &str,
+    sources: &[&dyn Container],
+    tables: &mut [&mut dyn CanonicalTable],
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<RestoreSummary> {
+    restore_snapshot(operator_id, None, sources, tables, pool)
+}
+
+/// [`restore_canonical_snapshot`] into a target of `max_parallelism` (the tables must not
+/// report another; a snapshot whose manifest does not record `max_parallelism` is refused).
+///
+/// # Errors
+/// As [`restore_canonical_snapshot`].
+pub fn restore_canonical_snapshot_at(
+    max_parallelism: MaxParallelism,
+    operator_id: &str,
+    sources: &[&dyn Container],
+    tables: &mut [&mut dyn CanonicalTable],
+    pool: &Arc<dyn MemoryPool>,
+) -> Result<RestoreSummary> {
+    restore_snapshot(operator_id, Some(max_parallelism), sources, tables, pool)
+}
+
+fn restore_snapshot(
+    operator_id: &str,
+    max_parallelism: Option<MaxParallelism>,
     sources: &[&dyn Container],
     tables: &mut [&mut dyn CanonicalTable],
     pool: &Arc<dyn MemoryPool>,
@@ -368,20 +598,49 @@ pub fn restore_canonical_snapshot(
     let Some(range) = check_table_set(&name_refs, &ranges)? else {
         return Ok(RestoreSummary::default());
     };
+    let max_parallelism = resolve_max_parallelism(
+        max_parallelism,
+        tables.iter().map(|t| t.table_max_parallelism()),
+    )?;
     let schemas: Vec<SchemaRef> = tables.iter().map(|t| t.canonical_schema()).collect();
-    let plan = plan_restore(range, sources)?;
+    let ttls: Vec<Option<bool>> = tables.iter().map(|t| t.table_has_ttl()).collect();
+    let opened = open_sources(operator_id, range, max_parallelism, sources)?;
+    let plan = plan_sources(range, &opened)?;
 
     let mut reservation = MemoryReservation::new(Arc::clone(pool));
     let mut staged: Vec<Vec<(KeyGroup, RecordBatch)>> = vec![Vec::new(); tables.len()];
     let mut summary = RestoreSummary::default();
-    for &(key_group, source) in &plan {
+    // Pass 1, cheap checks first: every envelope of the plan read, vouched for by its
+    // manifest and checksummed, and its section framing and table names checked, before any
+    // Arrow decoding.
+    let mut payloads = Vec::with_capacity(plan.len());
+    for &(key_group, index) in &plan {
         let kg = key_group.get();
-        let Some(container) = sources.get(source) else {
+        let Some(source) = opened.get(index) else {
             continue;
         };
-        let (_, payload) = read_envelope(*container, kg.cast_unsigned(), operator_id)?;
+        let (header, payload) =
+            read_vouched_envelope(source.container, &source.manifest, kg.cast_unsigned()).map_err(
+                |e| match e {
+                    sfcs_format::Error::KeyGroupMissing { key_group } => Error::MissingKeyGroup {
+                        key_group: key_group.cast_signed(),
+                        source_index: Some(index),
+                    },
+                    other => Error::Snapshot(other),
+                },
+            )?;
         reservation.try_grow(payload.len())?;
         let sections = Sections::decode(&payload).map_err(sfcs_format::Error::from)?;
+        if let Some(unknown) = sections.iter().find(|s| !names.iter().any(|n| n == s.name)) {
+            return Err(corruption(kg, unknown.name, CorruptionKind::UnknownTable));
+        }
+        summary.deadlines.push((key_group, header.deadline()));
+        payloads.push((key_group, payload));
+    }
+    // Pass 2: decode and validate every section.
+    for (key_group, payload) in &payloads {
+        let (key_group, kg) = (*key_group, key_group.get());
+        let sections = Sections::decode(payload).map_err(sfcs_format::Error::from)?;
         for section in &sections {
             let Some(index) = names.iter().position(|n| n == section.name) else {
                 return Err(corruption(kg, section.name, CorruptionKind::UnknownTable));
@@ -389,38 +648,14 @@ pub fn restore_canonical_snapshot(
             let (Some(schema), Some(out)) = (schemas.get(index), staged.get_mut(index)) else {
                 continue;
             };
-            let reader =
-                StreamReader::try_new(section.data, None).map_err(arrow_error(kg, section.name))?;
-            let found = reader.schema();
-            if found
-                .metadata()
-                .get(CANONICAL_VERSION_KEY)
-                .map(String::as_str)
-                != Some(CANONICAL_VERSION)
-            {
-                return Err(corruption(
-                    kg,
-                    section.name,
-                    CorruptionKind::UnsupportedTableVersion,
-                ));
-            }
-            if found.fields() != schema.fields() {
-                return Err(corruption(kg, section.name, CorruptionKind::SchemaMismatch));
-            }
+            let has_ttl = ttls.get(index).copied().flatten();
             let mut last_key: Option<Vec<u8>> = None;
-            for batch in reader {
-                let batch = batch.map_err(arrow_error(kg, section.name))?;
+            for batch in decode_section(kg, section.name, section.data, schema)? {
                 reservation.try_grow(batch.get_array_memory_size())?;
-                let Some((keys, ts)) = key_columns(&batch) else {
-                    return Err(corruption(kg, section.name, CorruptionKind::SchemaMismatch));
-                };
-                if ts.null_count() > 0 || keys.null_count() > 0 {
-                    return Err(corruption(kg, section.name, CorruptionKind::UnexpectedNull));
-                }
-                if !strictly_ascending(keys, last_key.as_deref()) {
-                    return Err(corruption(kg, section.name, CorruptionKind::KeysNotSorted));
-                }
-                if let Some(k) = keys.iter().last().flatten() {
+                validate_canonical_rows(kg, section.name, &batch, last_key.as_deref(), has_ttl)?;
+                if let Some((keys, _)) = key_columns(&batch)
+                    && let Some(k) = keys.iter().last().flatten()
+                {
                     last_key = Some(k.to_vec());
                 }
                 summary.rows += batch.num_rows();
@@ -429,12 +664,16 @@ pub fn restore_canonical_snapshot(
         }
         summary.key_groups += 1;
     }
+    drop(payloads);
 
-    // Stage every table; on the first failure, drop everything staged so far.
+    // Stage every table; on the first failure (or panic), drop everything staged so far.
     for i in 0..tables.len() {
         let batches = staged.get_mut(i).map(std::mem::take).unwrap_or_default();
         let result = match tables.get_mut(i) {
-            Some(table) => table.stage_restore(batches),
+            Some(table) => {
+                let name = names.get(i).map_or("", String::as_str);
+                catch_panic(-1, name, || table.stage_restore(batches)).and_then(|r| r)
+            }
             None => Ok(()),
         };
         if let Err(err) = result {
@@ -476,40 +715,77 @@ mod tests {
         assert_eq!(decoded.values, [10, 20]);
     }
 
-    #[test]
-    fn strictly_ascending_rejects_duplicates_and_disorder() {
-        let sorted = BinaryArray::from_iter_values([&b"a"[..], b"ab", b"b"]);
-        assert!(strictly_ascending(&sorted, None));
-        assert!(!strictly_ascending(&sorted, Some(b"a")));
-        let dup = BinaryArray::from_iter_values([&b"a"[..], b"a"]);
-        assert!(!strictly_ascending(&dup, None));
+    /// A committed snapshot covering `first..first + count` with (empty) envelopes for
+    /// `with_envelopes`.
+    fn covering(first: u32, count: u32, with_envelopes: &[u32]) -> MemoryContainer {
+        let mut c = MemoryContainer::new();
+        c.begin_generation().unwrap();
+        let mut entries = Vec::new();
+        for &kg in with_envelopes {
+            let h = write_envelope(&mut c, kg, "op", None, b"").unwrap();
+            entries.push(ManifestEntry::for_header(kg, &h));
+        }
+        let m = Manifest::try_new("op", 16, first, count, PAYLOAD_VERSION, entries).unwrap();
+        c.commit_generation(&m.encode()).unwrap();
+        c
     }
 
     #[test]
-    fn plan_ignores_outside_and_rejects_duplicates() {
-        let mut a = MemoryContainer::new();
-        let mut b = MemoryContainer::new();
-        for kg in [1_u32, 5, 9] {
-            write_envelope(&mut a, kg, "op", None, b"").unwrap();
-        }
-        write_envelope(&mut b, 6, "op", None, b"").unwrap();
+    fn plan_ignores_outside_and_rejects_duplicates_and_gaps() {
+        let a = covering(0, 6, &[1, 5]);
+        let b = covering(6, 10, &[6, 9]);
         let plan = plan_restore(KeyGroupRange::new(2, 8).unwrap(), &[&a, &b]).unwrap();
         let plan: Vec<(i32, usize)> = plan.iter().map(|(k, s)| (k.get(), *s)).collect();
         assert_eq!(plan, [(5, 0), (6, 1)]);
-        write_envelope(&mut b, 5, "op", None, b"").unwrap();
-        let err = plan_restore(KeyGroupRange::new(2, 8).unwrap(), &[&a, &b]).unwrap_err();
+        let overlapping = covering(5, 2, &[5]);
+        let err =
+            plan_restore(KeyGroupRange::new(2, 8).unwrap(), &[&a, &b, &overlapping]).unwrap_err();
         assert!(
             matches!(
                 err,
                 Error::DuplicateKeyGroup {
                     key_group: 5,
                     first: 0,
-                    second: 1
+                    second: 2
                 }
             ),
             "{err}"
         );
-        // Outside the target the duplicate does not matter.
-        assert!(plan_restore(KeyGroupRange::new(6, 8).unwrap(), &[&a, &b]).is_ok());
+        // Outside the target the overlap does not matter.
+        assert!(plan_restore(KeyGroupRange::new(7, 8).unwrap(), &[&a, &b, &overlapping]).is_ok());
+        // A key group no source covers is missing.
+        let err = plan_restore(KeyGroupRange::new(2, 8).unwrap(), &[&a]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::MissingKeyGroup {
+                    key_group: 6,
+                    source_index: None
+                }
+            ),
+            "{err}"
+        );
+        // A container without a manifest is incomplete.
+        let err = plan_restore(
+            KeyGroupRange::new(2, 3).unwrap(),
+            &[&MemoryContainer::new()],
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, Error::IncompleteSnapshot { source_index: 0 }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn restore_summary_earliest_deadline() {
+        let kg = |k| KeyGroup::new(k).unwrap();
+        let s = RestoreSummary {
+            key_groups: 3,
+            rows: 0,
+            deadlines: vec![(kg(1), None), (kg(2), Some(9)), (kg(3), Some(4))],
+        };
+        assert_eq!(s.earliest_deadline(), Some(4));
+        assert_eq!(RestoreSummary::default().earliest_deadline(), None);
     }
 }

@@ -421,31 +421,33 @@ impl Reader<'_> {
         })
     }
 
-    /// Unescapes a 0x00-escaped, 0x00 0x00-terminated byte string.
+    /// Unescapes a 0x00-escaped, 0x00 0x00-terminated byte string, a run of plain bytes at
+    /// a time.
     fn bytes(&mut self) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        let mut iter = self.rest.iter().map(|b| b ^ self.mask);
-        let mut consumed = 0_usize;
+        // A 0x00 of the ascending encoding, as stored.
+        let zero = self.mask;
         loop {
-            let b = iter
-                .next()
+            let run = self
+                .rest
+                .iter()
+                .position(|b| *b == zero)
                 .ok_or_else(|| self.error("truncated sort key"))?;
-            consumed += 1;
-            if b != 0x00 {
-                out.push(b);
-                continue;
+            let (plain, tail) = self.rest.split_at_checked(run).unwrap_or_default();
+            if self.mask == 0 {
+                out.extend_from_slice(plain);
+            } else {
+                out.extend(plain.iter().map(|b| b ^ self.mask));
             }
-            let escape = iter
-                .next()
-                .ok_or_else(|| self.error("truncated sort key"))?;
-            consumed += 1;
-            match escape {
-                0x00 => break,
+            let Some(([_, escape], tail)) = tail.split_first_chunk::<2>() else {
+                return Err(self.error("truncated sort key"));
+            };
+            self.rest = tail;
+            match escape ^ self.mask {
+                0x00 => return Ok(out),
                 0xFF => out.push(0x00),
                 _ => return Err(self.error("invalid escape in a string")),
             }
         }
-        self.rest = self.rest.get(consumed..).unwrap_or_default();
-        Ok(out)
     }
 }

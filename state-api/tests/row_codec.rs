@@ -45,7 +45,7 @@ fn fields_of(types: &[DataType], nullable: bool) -> Fields {
         .collect()
 }
 
-/// Edge values for `t`, one per row, as many rows as `count`.
+/// Edge values of type `t`.
 fn edge_values(t: &DataType) -> Vec<Scalar> {
     match t {
         DataType::Boolean => vec![Scalar::Boolean(false), Scalar::Boolean(true)],

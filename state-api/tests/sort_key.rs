@@ -565,7 +565,7 @@ fn fields_and_rows() -> impl Strategy<Value = (Vec<SortField>, Vec<Row>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
+    #![proptest_config(ProptestConfig::with_cases(1024))]
 
     #[test]
     fn byte_order_is_java_order((fields, a, b) in fields_and_two_rows()) {

@@ -39,9 +39,10 @@ impl From<rocksdb::ErrorKind> for RocksErrorKind {
 
 /// Any failure of the RocksDB backend.
 ///
-/// Trait methods of `state-api` return [`state_api::Error`]; they carry these errors as
-/// [`state_api::Error::Backend`] sources (downcast to recover the variant). Constructors such
-/// as [`RocksStore::open`](crate::RocksStore::open) return this type directly.
+/// Trait methods of `state-api` return [`state_api::Error`]; these errors become the variant
+/// of their meaning (see the `From` impl), with this error as `source` (downcast to recover
+/// it). Constructors such as [`RocksStore::open`](crate::RocksStore::open) return this type
+/// directly.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -150,9 +151,43 @@ impl Error {
 }
 
 impl From<Error> for state_api::Error {
+    /// Maps onto the meaning of the failure, the typed-store error kept as `source`:
+    ///
+    /// | typed-store error | `state_api::Error` |
+    /// |---|---|
+    /// | [`CorruptValue`](Error::CorruptValue), [`CorruptMetadata`](Error::CorruptMetadata), [`Rocks`](Error::Rocks) of kind [`Corruption`](RocksErrorKind::Corruption) | `CorruptValue` |
+    /// | [`Io`](Error::Io), [`Rocks`](Error::Rocks) of kind [`Io`](RocksErrorKind::Io) | `Io` |
+    /// | [`InvalidCheckpoint`](Error::InvalidCheckpoint) | `InvalidNativeSnapshot` |
+    /// | anything else | `Backend` |
     fn from(error: Error) -> Self {
-        state_api::Error::Backend {
-            source: Box::new(error),
+        #[derive(Clone, Copy)]
+        enum Meaning {
+            Corrupt,
+            Io,
+            Snapshot,
+            Other,
+        }
+        let meaning = match &error {
+            Error::CorruptValue { .. }
+            | Error::CorruptMetadata { .. }
+            | Error::Rocks {
+                kind: RocksErrorKind::Corruption,
+                ..
+            } => Meaning::Corrupt,
+            Error::Io { .. }
+            | Error::Rocks {
+                kind: RocksErrorKind::Io,
+                ..
+            } => Meaning::Io,
+            Error::InvalidCheckpoint { .. } => Meaning::Snapshot,
+            _ => Meaning::Other,
+        };
+        let source = Box::new(error);
+        match meaning {
+            Meaning::Corrupt => state_api::Error::CorruptValue { source },
+            Meaning::Io => state_api::Error::Io { source },
+            Meaning::Snapshot => state_api::Error::InvalidNativeSnapshot { source },
+            Meaning::Other => state_api::Error::Backend { source },
         }
     }
 }

@@ -5,6 +5,7 @@ use arrow_array::ArrayRef;
 use arrow_row::{RowConverter, RowParser, Rows, SortField};
 use arrow_schema::{DataType, Fields};
 use keygroup::{KeyGroup, MaxParallelism};
+use state_api::{TimeDomain, ValueCodec};
 
 use crate::error::Error;
 
@@ -26,7 +27,8 @@ pub const META_MAX_PARALLELISM_KEY: &[u8] = b"sfstate.typed-store.max-parallelis
 pub const META_TABLE_CF_PREFIX: &str = "table.cf/";
 
 /// Metadata key prefix: `table.columns/<name>` holds the description of the table's value
-/// columns ([`describe_fields`]); a table opened with other columns is refused.
+/// columns ([`describe_fields`]; `map;<columns>` for a map table, `timer;<domain>` for a
+/// timer table); a table opened with other columns, or as another kind, is refused.
 pub const META_TABLE_COLUMNS_PREFIX: &str = "table.columns/";
 
 /// Prefix of the column-family names of tables (`tbl.<n>`, `n` a counter).
@@ -91,6 +93,21 @@ pub fn describe_fields(fields: &Fields) -> String {
         .map(|f| format!("{}:{}:{}", f.name(), f.data_type(), f.is_nullable()))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The stored column description of a map table: `map;` + [`describe_fields`], so a map
+/// table and a keyed table of one codec cannot open each other's column family.
+pub(crate) fn map_columns(fields: &Fields) -> String {
+    format!("map;{}", describe_fields(fields))
+}
+
+/// The stored column description of a timer table: `timer;event-time` or
+/// `timer;processing-time`.
+pub(crate) fn timer_columns(domain: TimeDomain) -> String {
+    match domain {
+        TimeDomain::EventTime => "timer;event-time".to_owned(),
+        TimeDomain::ProcessingTime => "timer;processing-time".to_owned(),
+    }
 }
 
 /// How one column is laid out in an arrow-row row (ascending, nulls first, non-dictionary).
@@ -232,6 +249,70 @@ impl RowCodec {
                 source,
             })
     }
+}
+
+/// Decodes stored values (8-byte timestamp + arrow-row bytes) with one arrow-row conversion
+/// and one [`ValueCodec::decode`]: each value first passes the structural guard, so bad bytes
+/// are [`Error::CorruptValue`], never a panic. Shared by every table kind that stores values.
+pub(crate) fn decode_stored_values<'a, C: ValueCodec>(
+    table: &str,
+    rows: &RowCodec,
+    codec: &C,
+    stored: impl ExactSizeIterator<Item = &'a [u8]>,
+) -> state_api::Result<(Vec<i64>, Vec<C::Value>)> {
+    let n = stored.len();
+    let corrupt = |reason| Error::CorruptValue {
+        table: table.to_owned(),
+        reason,
+    };
+    let mut timestamps = Vec::with_capacity(n);
+    let mut row_bytes = Vec::with_capacity(n);
+    for value in stored {
+        let Some((ts, row)) = split_value(value) else {
+            return Err(corrupt("shorter than the 8-byte timestamp").into());
+        };
+        if !rows.well_formed(row) {
+            return Err(corrupt("arrow-row bytes do not match the table's columns").into());
+        }
+        timestamps.push(ts);
+        row_bytes.push(row);
+    }
+    let mut values = Vec::with_capacity(n);
+    if n > 0 {
+        let columns = rows.decode(table, row_bytes)?;
+        codec.decode(&columns, &mut values)?;
+    }
+    if values.len() != n {
+        return Err(state_api::Error::Codec {
+            column: String::new(),
+            reason: "codec decoded a different number of rows",
+        });
+    }
+    Ok((timestamps, values))
+}
+
+/// Encodes `(timestamp, value)` pairs into stored values with one [`ValueCodec::encode`] and
+/// one arrow-row conversion, handing each (index, bytes) to `sink` in order.
+pub(crate) fn encode_stored_values<C: ValueCodec>(
+    table: &str,
+    rows: &RowCodec,
+    codec: &C,
+    entries: &[(i64, &C::Value)],
+    mut sink: impl FnMut(usize, &[u8]),
+) -> state_api::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let columns = codec.encode(entries.iter().map(|e| e.1))?;
+    let encoded = rows.encode(table, &columns)?;
+    let mut buffer = Vec::new();
+    for (i, ((ts, _), row)) in entries.iter().zip(encoded.iter()).enumerate() {
+        buffer.clear();
+        buffer.extend_from_slice(&ts.to_be_bytes());
+        buffer.extend_from_slice(row.data());
+        sink(i, &buffer);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The RocksDB keyed-state backend of sfstate.
 //!
 //! Implements the `state-api` traits on embedded RocksDB (the rust-rocksdb crate, no server):
-//! [`RocksStore`] (one database per operator subtask) opens [`RocksKeyedTable`]s, every store
+//! [`RocksStore`] (one database per operator subtask) opens [`RocksKeyedTable`]s,
+//! [`RocksMapTable`]s and [`RocksTimerTable`]s, every store
 //! of a slot shares one [`RocksSlot`] (block cache + write-buffer manager sized with Flink's
 //! formulas), and native snapshots are RocksDB checkpoints ([`RocksCheckpoint`]). The whole
 //! `state-api` conformance suite runs against it (`tests/conformance.rs`).
@@ -30,10 +31,12 @@
 //!
 //! # On-disk format
 //!
-//! One RocksDB database per store. **Each table is one column family** (`tbl.<n>`), like
-//! Flink's one column family per state, so a table's keys are exactly Flink's RocksDB key
-//! layout and a canonical restore can fill a fresh column family and swap it in (all or
-//! nothing). The default column family holds only the metadata below.
+//! One RocksDB database per store. **Each table is one column family** (`tbl.<n>`), keyed,
+//! map ([`RocksMapTable`]) and timer ([`RocksTimerTable`]) tables alike, like Flink's one
+//! column family per state: a table's keys are Flink's RocksDB key layout (key-group prefix
+//! ‖ the caller's key bytes; the crate README says which Flink keys are proven equal) and a
+//! canonical restore can fill a fresh column family and swap it in (all or nothing). The
+//! default column family holds only the metadata below.
 //!
 //! Key (bytewise order = key-group order, then key order):
 //!
@@ -98,28 +101,49 @@
 //!
 //! # Features
 //!
-//! None. The rocksdb dependency compiles only LZ4.
+//! | feature     | default | enables                                                         |
+//! |-------------|---------|-----------------------------------------------------------------|
+//! | `test-util` | no      | `test_util::RocksFactory` for the `state-api` conformance suite (not API-stable) |
+//!
+//! The rocksdb dependency compiles only LZ4.
 
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod cache;
+mod checkpoint;
 mod error;
 mod format;
+mod live;
+mod manifest;
+mod map;
+mod metadata;
+mod restore;
 mod slot;
 mod store;
 mod table;
+mod timer;
 mod ttl_filter;
 
+/// Test support: this backend's conformance-suite factory. **Not API-stable.**
+#[cfg(feature = "test-util")]
+pub mod test_util;
+
+pub use checkpoint::RocksCheckpoint;
 pub use error::{Error, Result, RocksErrorKind};
 pub use format::{
     FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_CF_PREFIX,
     META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX, TIMESTAMP_BYTES, describe_fields,
 };
+pub use live::LIVE_POINTER_FILE;
+pub use manifest::CHECKPOINT_MANIFEST_FILE;
+pub use map::RocksMapTable;
 pub use slot::{
-    DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, RocksSlot, SlotMemory,
+    DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, MemtableOptions, RocksSlot, SlotMemory,
     calculate_actual_cache_capacity, calculate_default_arena_block_size, calculate_mutable_limit,
     calculate_write_buffer_manager_capacity, validate_arena_block_size,
 };
-pub use store::{RocksCheckpoint, RocksStore};
+pub use store::RocksStore;
 pub use table::RocksKeyedTable;
+pub use timer::RocksTimerTable;

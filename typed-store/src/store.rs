@@ -1,26 +1,33 @@
-//! The RocksDB store: one database per operator subtask, one column family per table, the
-//! metadata in the default column family, native checkpoints.
+//! The RocksDB store: one database per operator subtask, one column family per table, and
+//! the open-once table registry. Metadata, the live-directory pointer and native checkpoints
+//! live in `metadata.rs`, `live.rs` and `checkpoint.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
-use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
     BoundColumnFamily, ColumnFamilyDescriptor, DBCompressionType, DBWithThreadMode,
-    DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, ReadOptions, WriteOptions,
+    DEFAULT_COLUMN_FAMILY_NAME, MultiThreaded, Options, WriteOptions,
 };
-use state_api::{Clock, KeyedStateStore, NativeSnapshot, StoreConfig, TtlConfig, ValueCodec};
+use state_api::{Clock, KeyedStateStore, StoreConfig, TableRegistry, TtlConfig, ValueCodec};
 
+use crate::checkpoint::{RocksCheckpoint, materialise_checkpoint, verify_tables};
 use crate::error::{Error, Result};
 use crate::format::{
-    FORMAT_VERSION, META_FORMAT_KEY, META_MAX_PARALLELISM_KEY, META_TABLE_CF_PREFIX,
-    META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX, describe_fields,
+    META_FORMAT_KEY, META_TABLE_CF_PREFIX, META_TABLE_COLUMNS_PREFIX, RowCodec, TABLE_CF_PREFIX,
+    describe_fields,
 };
+use crate::live::{
+    LIVE_POINTER_FILE, live_dirs, read_live_pointer, remove_stale_live_dirs, write_live_pointer,
+};
+use crate::manifest::CheckpointManifest;
+use crate::metadata::{check_metadata, get_meta, put_meta};
 use crate::slot::RocksSlot;
 use crate::table::RocksKeyedTable;
+use crate::timer::TimerState;
 use crate::ttl_filter::{TtlCell, TtlFilterFactory};
 
 /// Write-buffer size of the default (metadata) column family.
@@ -35,12 +42,12 @@ pub(crate) type Db = DBWithThreadMode<MultiThreaded>;
 /// The open database and its table-to-column-family map.
 pub(crate) struct DbState {
     pub(crate) db: Db,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Table name -> column family name.
-    cf_of: HashMap<String, String>,
+    pub(crate) cf_of: HashMap<String, String>,
     /// Column family name -> its TTL cell (read by its compaction filters).
-    ttl_cells: HashMap<String, Arc<TtlCell>>,
-    next_cf: u64,
+    pub(crate) ttl_cells: HashMap<String, Arc<TtlCell>>,
+    pub(crate) next_cf: u64,
 }
 
 impl DbState {
@@ -57,6 +64,21 @@ impl DbState {
             })
     }
 
+    /// The name of the column family holding `table`, if the table exists.
+    pub(crate) fn cf_of_table(&self, table: &str) -> Option<&str> {
+        self.cf_of.get(table).map(String::as_str)
+    }
+
+    /// The name of the column family holding `table`.
+    pub(crate) fn table_cf_name(&self, table: &str) -> state_api::Result<String> {
+        self.cf_of_table(table).map(str::to_owned).ok_or_else(|| {
+            Error::CorruptMetadata {
+                key: format!("{META_TABLE_CF_PREFIX}{table}"),
+            }
+            .into()
+        })
+    }
+
     /// The column family named `name`.
     pub(crate) fn cf(&self, name: &str) -> state_api::Result<Arc<BoundColumnFamily<'_>>> {
         self.db.cf_handle(name).ok_or_else(|| {
@@ -68,19 +90,28 @@ impl DbState {
     }
 }
 
+/// What the store remembers of an open table: its column description (metadata) and TTL.
+#[derive(Debug, Clone)]
+pub(crate) struct TableInfo {
+    pub(crate) columns: String,
+    pub(crate) ttl_millis: Option<i64>,
+}
+
 /// What every table and the store share.
 pub(crate) struct Shared {
     state: RwLock<DbState>,
-    root: PathBuf,
-    slot: RocksSlot,
-    clock: Arc<dyn Clock>,
-    /// Tables opened in this store and their TTL (re-applied after a native restore).
-    tables: Mutex<HashMap<String, Option<i64>>>,
+    pub(crate) root: PathBuf,
+    pub(crate) slot: RocksSlot,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Tables opened in this store (re-created and re-configured after a native restore).
+    pub(crate) tables: Mutex<HashMap<String, TableInfo>>,
+    /// The in-memory timer sets of the open timer tables, reloaded by a native restore.
+    pub(crate) timer_tables: Mutex<HashMap<String, Weak<Mutex<TimerState>>>>,
     /// Bundles currently open over all tables.
     pub(crate) open_bundles: AtomicUsize,
-    checkpoints: AtomicU64,
+    pub(crate) checkpoints: AtomicU64,
     /// Bumped when the database is replaced (native restore): tables drop their caches.
-    generation: AtomicU64,
+    pub(crate) generation: AtomicU64,
     pub(crate) write_options: WriteOptions,
     /// Options of the SST files a large canonical restore writes (the tables' compression).
     pub(crate) sst_options: Options,
@@ -101,30 +132,35 @@ impl Shared {
         self.root.join(format!("staging-{cf}.sst"))
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, DbState> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, DbState> {
         self.state.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Column-family options: the slot's sizing and cache, LZ4, and a TTL compaction filter
     /// factory reading `cell`.
-    fn cf_options(&self, cell: &Arc<TtlCell>) -> Options {
+    pub(crate) fn cf_options(&self, cell: &Arc<TtlCell>) -> Options {
         cf_options(&self.slot, Arc::clone(cell), Arc::clone(&self.clock))
     }
 
-    /// Creates a fresh, empty column family for `table` (not yet mapped); returns its name.
+    /// Creates a fresh, empty column family for `table` (not yet mapped) with the table's
+    /// TTL; returns its name.
     pub(crate) fn create_table_cf(&self, table: &str) -> Result<String> {
         let ttl = self
             .tables
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(table)
-            .copied()
-            .flatten();
+            .and_then(|t| t.ttl_millis);
+        self.create_cf(ttl)
+    }
+
+    /// Creates a fresh, empty column family whose compaction filter applies `ttl_millis`.
+    fn create_cf(&self, ttl_millis: Option<i64>) -> Result<String> {
         let mut st = self.write();
         let name = format!("{TABLE_CF_PREFIX}{}", st.next_cf);
         st.next_cf += 1;
         let cell = TtlCell::new();
-        cell.set(ttl);
+        cell.set(ttl_millis);
         st.db
             .create_cf(&name, &self.cf_options(&cell))
             .map_err(Error::rocks("create column family"))?;
@@ -140,18 +176,21 @@ impl Shared {
         st.ttl_cells.remove(name);
     }
 
-    /// Maps `table` to column family `cf`, dropping the family it replaces; cannot fail (the
-    /// metadata write is best effort here and repeated before every checkpoint).
+    /// Maps `table` to column family `cf` and drops the family it replaces; cannot fail.
+    /// The metadata write is repeated before every checkpoint; when it fails here the old
+    /// family is kept until the next open (which drops every family the metadata does not
+    /// name), so that the metadata never names a dropped family.
     pub(crate) fn swap_table_cf(&self, table: &str, cf: &str) {
         let mut st = self.write();
         let old = st.cf_of.insert(table.to_owned(), cf.to_owned());
-        let _ = put_meta(
+        let mapped = put_meta(
             &st.db,
             &self.write_options,
             format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
             cf.as_bytes(),
-        );
-        if let Some(old) = old.filter(|o| o != cf) {
+        )
+        .is_ok();
+        if let Some(old) = old.filter(|o| o != cf && mapped) {
             let _ = st.db.drop_cf(&old);
             st.ttl_cells.remove(&old);
         }
@@ -166,62 +205,9 @@ fn cf_options(slot: &RocksSlot, cell: Arc<TtlCell>, clock: Arc<dyn Clock>) -> Op
     options
 }
 
-fn put_meta(db: &Db, write_options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-    // The default column family (metadata) is the database's own put.
-    db.put_opt(key, value, write_options)
-        .map_err(Error::rocks("write metadata"))
-}
-
-fn get_meta(db: &Db, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    db.get(key).map_err(Error::rocks("read metadata"))
-}
-
-/// Checks the format and max parallelism of an existing store; writes them into a new one.
-fn check_metadata(db: &Db, write_options: &WriteOptions, config: &StoreConfig) -> Result<()> {
-    // Format and max parallelism: checked on an existing store, written on a new one.
-    match get_meta(db, META_FORMAT_KEY)? {
-        Some(found) if found != FORMAT_VERSION.as_bytes() => {
-            return Err(Error::FormatVersionMismatch {
-                expected: FORMAT_VERSION.to_owned(),
-                found: String::from_utf8_lossy(&found).into_owned(),
-            });
-        }
-        Some(_) => {}
-        None => put_meta(
-            db,
-            write_options,
-            META_FORMAT_KEY,
-            FORMAT_VERSION.as_bytes(),
-        )?,
-    }
-    let mp = config.max_parallelism().get();
-    match get_meta(db, META_MAX_PARALLELISM_KEY)? {
-        Some(found) => {
-            let found = <[u8; 4]>::try_from(found.as_slice())
-                .map(i32::from_be_bytes)
-                .map_err(|_| Error::CorruptMetadata {
-                    key: String::from_utf8_lossy(META_MAX_PARALLELISM_KEY).into_owned(),
-                })?;
-            if found != mp {
-                return Err(Error::MaxParallelismMismatch {
-                    expected: mp,
-                    found,
-                });
-            }
-        }
-        None => put_meta(
-            db,
-            write_options,
-            META_MAX_PARALLELISM_KEY,
-            &mp.to_be_bytes(),
-        )?,
-    }
-    Ok(())
-}
-
 /// How [`open_db`] treats a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OpenMode {
+pub(crate) enum OpenMode {
     /// A store's live database: created when missing.
     CreateIfMissing,
     /// A copy of a native checkpoint: must be a complete sfstate database (never created),
@@ -231,7 +217,7 @@ enum OpenMode {
 
 /// Opens the database in `dir` (see [`OpenMode`]): every existing column family, the
 /// metadata checks, and removal of column families no table maps to (leftover staging).
-fn open_db(
+pub(crate) fn open_db(
     dir: &Path,
     slot: &RocksSlot,
     clock: &Arc<dyn Clock>,
@@ -268,8 +254,20 @@ fn open_db(
         ));
         ttl_cells.insert(name.clone(), cell);
     }
+    // A checkpoint copy is opened only when its manifest vouches for every file.
+    let manifest = if checkpoint {
+        Some(CheckpointManifest::verify_dir(dir)?)
+    } else {
+        None
+    };
     let db = Db::open_cf_descriptors(&db_options, dir, descriptors)
         .map_err(Error::rocks("open database"))?;
+    if manifest.is_some_and(|m| m.sequence != db.latest_sequence_number()) {
+        return Err(Error::InvalidCheckpoint {
+            path: dir.to_owned(),
+            reason: "sequence number differs from the checkpoint manifest (stale MANIFEST)",
+        });
+    }
     let mut write_options = WriteOptions::default();
     write_options.disable_wal(true);
 
@@ -330,38 +328,27 @@ fn open_db(
     Ok(state)
 }
 
-/// A native snapshot of a [`RocksStore`]: a RocksDB checkpoint directory (SST files hard-linked
-/// where the file system allows, so consecutive checkpoints share unchanged SST files).
-/// Belongs to the binary (on-disk format) that wrote it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RocksCheckpoint {
-    dir: PathBuf,
-}
-
-impl RocksCheckpoint {
-    /// A checkpoint in `dir` (as written by [`RocksStore::checkpoint_to`]).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
-    }
-
-    /// The checkpoint's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-}
-
 /// The RocksDB backend's store: one RocksDB database for one operator subtask, opened in a
 /// root directory with a [`RocksSlot`]'s shared cache and write-buffer manager.
 ///
-/// Directory layout under the root: `live-<n>/` is the database (a native restore opens a
-/// new `live-<n+1>/` and removes the old one); `checkpoints/chk-<m>/` holds the checkpoints
-/// taken by [`NativeSnapshot::native_snapshot`].
+/// Directory layout under the root:
 ///
-/// Each table is one column family (see the crate docs); its name is opened once per store.
+/// | path | what |
+/// |---|---|
+/// | `LIVE` | the name of the live database directory (`live-<n>` and a newline), replaced atomically (written to `LIVE.tmp`, fsynced, renamed, directory fsynced) |
+/// | `live-<n>/` | the database `LIVE` names; a native restore opens a new `live-<n+1>/` and switches `LIVE` to it only once it is complete |
+/// | `checkpoints/chk-<m>/` | checkpoints taken by [`native_snapshot`](state_api::NativeSnapshot::native_snapshot) |
+///
+/// Opening reads `LIVE` and removes every other `live-*` directory (the leftovers of an
+/// interrupted restore). A root without `LIVE` (a store written before the pointer existed)
+/// opens its highest-numbered `live-*` directory and gets a `LIVE` file.
+///
+/// Each table is one column family (see the crate docs); a name is opened once per store,
+/// whatever the table kind ([`TableRegistry`]).
 pub struct RocksStore {
-    config: StoreConfig,
-    shared: Arc<Shared>,
-    names: HashSet<String>,
+    pub(crate) config: StoreConfig,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) names: TableRegistry,
 }
 
 impl std::fmt::Debug for RocksStore {
@@ -371,66 +358,6 @@ impl std::fmt::Debug for RocksStore {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-fn live_dirs(root: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let mut out = Vec::new();
-    if !root.exists() {
-        return Ok(out);
-    }
-    for entry in fs::read_dir(root).map_err(Error::io(root))? {
-        let entry = entry.map_err(Error::io(root))?;
-        let name = entry.file_name();
-        if let Some(n) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("live-"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            out.push((n, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// Reads every entry of every table, verifying block checksums and without filling the
-/// cache, so that a damaged checkpoint is refused before it replaces anything.
-fn verify_tables(state: &DbState) -> Result<()> {
-    for cf_name in state.cf_of.values() {
-        let cf = state
-            .db
-            .cf_handle(cf_name)
-            .ok_or_else(|| Error::InvalidCheckpoint {
-                path: state.dir.clone(),
-                reason: "a table's column family is missing",
-            })?;
-        let mut read = ReadOptions::default();
-        read.fill_cache(false);
-        read.set_verify_checksums(true);
-        let mut it = state.db.raw_iterator_cf_opt(&cf, read);
-        it.seek_to_first();
-        while it.valid() {
-            it.next();
-        }
-        it.status().map_err(Error::rocks("verify checkpoint"))?;
-    }
-    Ok(())
-}
-
-/// Copies a checkpoint into `target`: SST files (immutable) hard-linked when possible, the
-/// rest (manifest, options, CURRENT) copied.
-fn materialise_checkpoint(checkpoint: &Path, target: &Path) -> Result<()> {
-    fs::create_dir_all(target).map_err(Error::io(target))?;
-    for entry in fs::read_dir(checkpoint).map_err(Error::io(checkpoint))? {
-        let entry = entry.map_err(Error::io(checkpoint))?;
-        let from = entry.path();
-        let to = target.join(entry.file_name());
-        let is_sst = from.extension().is_some_and(|e| e == "sst");
-        if !(is_sst && fs::hard_link(&from, &to).is_ok()) {
-            fs::copy(&from, &to).map_err(Error::io(&from))?;
-        }
-    }
-    Ok(())
 }
 
 impl RocksStore {
@@ -451,10 +378,25 @@ impl RocksStore {
         mode: OpenMode,
     ) -> Result<Self> {
         fs::create_dir_all(root).map_err(Error::io(root))?;
-        let dir = live_dirs(root)?
-            .pop()
-            .map_or_else(|| root.join("live-0"), |(_, dir)| dir);
+        let pointer = read_live_pointer(root)?;
+        let name = match &pointer {
+            Some(name) => name.clone(),
+            None => live_dirs(root)?
+                .pop()
+                .map_or_else(|| "live-0".to_owned(), |(n, _)| format!("live-{n}")),
+        };
+        let dir = root.join(&name);
+        if pointer.is_some() && !dir.join("CURRENT").is_file() {
+            return Err(Error::InvalidCheckpoint {
+                path: dir,
+                reason: "the LIVE file names a directory without a database",
+            });
+        }
         let state = open_db(&dir, slot, config.clock(), &config, mode)?;
+        if pointer.is_none() {
+            write_live_pointer(root, &name)?;
+        }
+        remove_stale_live_dirs(root, &name);
         let mut write_options = WriteOptions::default();
         write_options.disable_wal(true);
         let checkpoints = Self::next_checkpoint_number(root)?;
@@ -465,6 +407,7 @@ impl RocksStore {
                 slot: slot.clone(),
                 clock: Arc::clone(config.clock()),
                 tables: Mutex::new(HashMap::new()),
+                timer_tables: Mutex::new(HashMap::new()),
                 open_bundles: AtomicUsize::new(0),
                 checkpoints: AtomicU64::new(checkpoints),
                 generation: AtomicU64::new(0),
@@ -476,7 +419,7 @@ impl RocksStore {
                 },
             }),
             config,
-            names: HashSet::new(),
+            names: TableRegistry::default(),
         })
     }
 
@@ -492,7 +435,7 @@ impl RocksStore {
         slot: &RocksSlot,
     ) -> Result<Self> {
         let root = root.as_ref();
-        if !live_dirs(root)?.is_empty() {
+        if !live_dirs(root)?.is_empty() || root.join(LIVE_POINTER_FILE).exists() {
             return Err(Error::InvalidOption {
                 option: "root",
                 reason: "already holds a store",
@@ -504,6 +447,7 @@ impl RocksStore {
         if opened.is_err() {
             // Nothing of a refused checkpoint stays behind to be opened later as a store.
             let _ = fs::remove_dir_all(&live);
+            let _ = fs::remove_file(root.join(LIVE_POINTER_FILE));
         }
         opened
     }
@@ -596,42 +540,12 @@ impl RocksStore {
             .map_err(crate::error::rocks_api("flush"))
     }
 
-    /// Writes a RocksDB checkpoint of the committed state into `dir` (which must not exist).
+    /// Records table `name` (column description `columns`, `ttl`) in the store: checks an
+    /// existing table's stored columns **before** recording anything, or creates its column
+    /// family and metadata (the family is dropped again when the metadata write fails).
     ///
     /// # Errors
-    /// [`state_api::Error::BundleState`] while any table has an open bundle; RocksDB and
-    /// I/O failures.
-    pub fn checkpoint_to(&self, dir: impl AsRef<Path>) -> state_api::Result<RocksCheckpoint> {
-        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
-            return Err(state_api::Error::BundleState {
-                operation: "native_snapshot",
-                requires_open: false,
-            });
-        }
-        let dir = dir.as_ref();
-        let st = self.shared.read();
-        // Re-write the table map so the checkpoint holds it even if a best-effort write after
-        // a restore failed.
-        for (table, cf) in &st.cf_of {
-            put_meta(
-                &st.db,
-                &self.shared.write_options,
-                format!("{META_TABLE_CF_PREFIX}{table}").as_bytes(),
-                cf.as_bytes(),
-            )?;
-        }
-        if let Some(parent) = dir.parent() {
-            fs::create_dir_all(parent).map_err(Error::io(parent))?;
-        }
-        // With the WAL off, the checkpoint flushes the memtables (log_size_for_flush = 0).
-        Checkpoint::new(&st.db)
-            .and_then(|c| c.create_checkpoint(dir))
-            .map_err(crate::error::rocks_api("checkpoint"))?;
-        Ok(RocksCheckpoint {
-            dir: dir.to_owned(),
-        })
-    }
-
+    /// [`Error::TableSchemaMismatch`]; RocksDB failures. On error nothing is recorded.
     pub(crate) fn register_table(
         &self,
         name: &str,
@@ -639,45 +553,64 @@ impl RocksStore {
         ttl: Option<TtlConfig>,
     ) -> Result<()> {
         let ttl_millis = ttl.map(|t| t.ttl_millis());
-        self.shared
-            .tables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.to_owned(), ttl_millis);
         let columns_key = format!("{META_TABLE_COLUMNS_PREFIX}{name}");
-        let exists = self.shared.read().cf_of.contains_key(name);
-        if exists {
+        let existing = self.shared.read().cf_of.get(name).cloned();
+        if let Some(cf) = existing {
             let st = self.shared.read();
-            if let Some(found) = get_meta(&st.db, columns_key.as_bytes())?
-                && found != columns.as_bytes()
-            {
-                return Err(Error::TableSchemaMismatch {
-                    table: name.to_owned(),
-                    expected: columns.to_owned(),
-                    found: String::from_utf8_lossy(&found).into_owned(),
-                });
+            match get_meta(&st.db, columns_key.as_bytes())? {
+                Some(found) if found != columns.as_bytes() => {
+                    return Err(Error::TableSchemaMismatch {
+                        table: name.to_owned(),
+                        expected: columns.to_owned(),
+                        found: String::from_utf8_lossy(&found).into_owned(),
+                    });
+                }
+                Some(_) => {}
+                None => put_meta(
+                    &st.db,
+                    &self.shared.write_options,
+                    columns_key.as_bytes(),
+                    columns.as_bytes(),
+                )?,
             }
-            let cf = st.cf_of.get(name).cloned().unwrap_or_default();
             if let Some(cell) = st.ttl_cells.get(&cf) {
                 cell.set(ttl_millis);
             }
         } else {
-            let cf = self.shared.create_table_cf(name)?;
+            let cf = self.shared.create_cf(ttl_millis)?;
             let mut st = self.shared.write();
-            put_meta(
+            let written = put_meta(
                 &st.db,
                 &self.shared.write_options,
                 columns_key.as_bytes(),
                 columns.as_bytes(),
-            )?;
-            put_meta(
-                &st.db,
-                &self.shared.write_options,
-                format!("{META_TABLE_CF_PREFIX}{name}").as_bytes(),
-                cf.as_bytes(),
-            )?;
+            )
+            .and_then(|()| {
+                put_meta(
+                    &st.db,
+                    &self.shared.write_options,
+                    format!("{META_TABLE_CF_PREFIX}{name}").as_bytes(),
+                    cf.as_bytes(),
+                )
+            });
+            if let Err(e) = written {
+                drop(st);
+                self.shared.drop_cf(&cf);
+                return Err(e);
+            }
             st.cf_of.insert(name.to_owned(), cf);
         }
+        self.shared
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                name.to_owned(),
+                TableInfo {
+                    columns: columns.to_owned(),
+                    ttl_millis,
+                },
+            );
         Ok(())
     }
 }
@@ -695,95 +628,13 @@ impl KeyedStateStore for RocksStore {
         codec: C,
         ttl: Option<TtlConfig>,
     ) -> state_api::Result<RocksKeyedTable<C>> {
-        if self.names.contains(name) {
-            return Err(state_api::Error::TableExists {
-                name: name.to_owned(),
-            });
-        }
-        let columns = describe_fields(&codec.fields());
-        self.register_table(name, &columns, ttl)?;
+        self.names.check_free(name)?;
+        let fields = codec.fields();
+        // Every fallible step of the table itself before the store records it.
+        RowCodec::try_new(name, &fields)?;
+        self.register_table(name, &describe_fields(&fields), ttl)?;
         let table = RocksKeyedTable::new(name, codec, ttl, &self.config, Arc::clone(&self.shared))?;
-        self.names.insert(name.to_owned());
+        self.names.register(name)?;
         Ok(table)
-    }
-}
-
-impl NativeSnapshot for RocksStore {
-    type Snapshot = RocksCheckpoint;
-
-    /// A RocksDB checkpoint of every table's committed state in
-    /// `<root>/checkpoints/chk-<n>/`.
-    fn native_snapshot(&mut self) -> state_api::Result<RocksCheckpoint> {
-        let n = self.shared.checkpoints.fetch_add(1, Ordering::SeqCst);
-        let dir = self
-            .shared
-            .root
-            .join("checkpoints")
-            .join(format!("chk-{n}"));
-        self.checkpoint_to(dir)
-    }
-
-    /// Opens the checkpoint as a new live database (`live-<n+1>/`) and swaps it in; every
-    /// table of this store then reads the checkpoint's state (tables the checkpoint does not
-    /// hold become empty). All or nothing: on error the old database stays.
-    fn restore_native(&mut self, snapshot: &RocksCheckpoint) -> state_api::Result<()> {
-        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
-            return Err(state_api::Error::BundleState {
-                operation: "restore_native",
-                requires_open: false,
-            });
-        }
-        let next = live_dirs(&self.shared.root)?
-            .last()
-            .map_or(0, |(n, _)| n + 1);
-        let dir = self.shared.root.join(format!("live-{next}"));
-        let result = materialise_checkpoint(&snapshot.dir, &dir).and_then(|()| {
-            open_db(
-                &dir,
-                &self.shared.slot,
-                &self.shared.clock,
-                &self.config,
-                OpenMode::Checkpoint,
-            )
-        });
-        let mut fresh = match result {
-            Ok(state) => state,
-            Err(err) => {
-                let _ = fs::remove_dir_all(&dir);
-                return Err(err.into());
-            }
-        };
-        let tables = self
-            .shared
-            .tables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        // Tables opened after the checkpoint get an empty family; every table gets its TTL.
-        for (table, ttl) in &tables {
-            let cf = if let Some(cf) = fresh.cf_of.get(table) {
-                cf.clone()
-            } else {
-                let name = format!("{TABLE_CF_PREFIX}{}", fresh.next_cf);
-                fresh.next_cf += 1;
-                let cell = TtlCell::new();
-                fresh
-                    .db
-                    .create_cf(&name, &self.shared.cf_options(&cell))
-                    .map_err(crate::error::rocks_api("create column family"))?;
-                fresh.ttl_cells.insert(name.clone(), cell);
-                fresh.cf_of.insert(table.clone(), name.clone());
-                name
-            };
-            if let Some(cell) = fresh.ttl_cells.get(&cf) {
-                cell.set(*ttl);
-            }
-        }
-        let old = std::mem::replace(&mut *self.shared.write(), fresh);
-        self.shared.generation.fetch_add(1, Ordering::SeqCst);
-        let old_dir = old.dir.clone();
-        drop(old);
-        let _ = fs::remove_dir_all(old_dir);
-        Ok(())
     }
 }

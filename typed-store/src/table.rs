@@ -1,6 +1,5 @@
 //! The RocksDB keyed table: a bundle's working map over one column family.
 
-use std::collections::HashMap;
 use std::mem::size_of;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -17,6 +16,7 @@ use state_api::{
     encode_canonical_batch,
 };
 
+use crate::cache::{Key, WorkingMap};
 use crate::error::{Error as RocksError, rocks_api};
 use crate::format::{RowCodec, composite_key, key_group_upper_bound, prefix_bytes, split_value};
 use crate::store::{DbState, Shared};
@@ -99,8 +99,9 @@ impl Loader<'_> {
     }
 }
 
-/// Entries the working map keeps as a clean cache between bundles before it is cleared.
-const CACHE_MAX_ENTRIES: usize = 1 << 16;
+/// When the pool refuses a cache admission, clean entries not used in the open bundle are
+/// evicted until about this fraction (1/N) of the cache's bytes is free again.
+const EVICT_FRACTION: usize = 8;
 
 /// One key of the working map.
 #[derive(Debug)]
@@ -111,18 +112,33 @@ struct Slot<V> {
     live: bool,
     last_access: i64,
     dirty: bool,
-    /// Bytes reserved from the pool for this pending write.
+    /// Bytes reserved from the pool for this entry.
     reserved: usize,
+    /// The last bundle that named or touched the key (entries of the open bundle are never
+    /// evicted).
+    bundle: u64,
 }
 
 impl<V> Slot<V> {
-    fn absent() -> Self {
+    fn absent(bundle: u64) -> Self {
         Self {
             value: None,
             live: false,
             last_access: 0,
             dirty: false,
             reserved: 0,
+            bundle,
+        }
+    }
+
+    fn hit(value: V, last_access: i64, bundle: u64) -> Self {
+        Self {
+            value: Some(value),
+            live: true,
+            last_access,
+            dirty: false,
+            reserved: 0,
+            bundle,
         }
     }
 }
@@ -139,31 +155,42 @@ impl<V> Slot<V> {
 ///   **one** `WriteBatch` with the WAL off. Nothing dirty is buffered above RocksDB and no
 ///   flush is forced; the working map then stays a **clean cache** of committed state
 ///   (write-through), so hot keys of later bundles need no read. Removed and expired keys
-///   leave it; it is cleared after a restore, a sweep that removed entries, or once it holds
-///   more than 65536 entries.
+///   leave it; it is cleared whole only after a restore or a sweep that removed entries
+///   (RocksDB changed underneath).
+/// - The working map is a hashbrown table with foldhash over RocksDB keys stored inline up
+///   to 22 bytes: a get, put or remove hashes its key once and allocates nothing for a key
+///   already resident; dirty keys are listed inline too.
 /// - Memory: every resident entry (pending write or cached value) reserves
-///   `key length + size_of::<Slot<V>>() +` [`ValueCodec::heap_size`] from the store's pool. A
-///   refused reservation on `put` is [`Error::MemoryExhausted`] and leaves the key as it was;
-///   a hydrated value the pool refuses is kept for the bundle only.
+///   `key length + size_of::<Slot<V>>() +` [`ValueCodec::heap_size`] from the store's pool,
+///   so the cache is as large as the pool grants. When the pool refuses, clean entries not
+///   used in the open bundle are evicted until an eighth of the cache's bytes is free and the
+///   reservation is tried once more. A `put` still refused is [`Error::MemoryExhausted`] and
+///   leaves the key as it was; a hydrated value still refused is kept for the bundle only.
 /// - TTL: Flink's rules on read (see [`KeyedTable`]), the TTL compaction filter in the
 ///   background, and [`sweep_expired`](KeyedTable::sweep_expired) as a bounded scan.
 pub struct RocksKeyedTable<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
+    max_parallelism: keygroup::MaxParallelism,
     schema: SchemaRef,
     key_groups: KeyGroupRange,
     prefix_bytes: usize,
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
     rows: RowCodec,
-    working: HashMap<Box<[u8]>, Slot<C::Value>>,
+    working: WorkingMap<Slot<C::Value>>,
     scratch: Vec<u8>,
+    /// The RocksDB keys `begin_bundle` misses, back to back (`miss_ends` ends each).
+    miss_bytes: Vec<u8>,
+    miss_ends: Vec<usize>,
     bundle_open: bool,
-    /// Keys dirtied in the open bundle, each once.
-    dirty_keys: Vec<Box<[u8]>>,
+    /// The number of the open (or last) bundle.
+    bundle: u64,
+    /// Keys dirtied in the open bundle, each once, with their hash in the working map.
+    dirty_keys: Vec<(Key, u64)>,
     /// Keys resident for this bundle only (absent in RocksDB, or refused by the pool).
-    transient_keys: Vec<Box<[u8]>>,
+    transient_keys: Vec<Key>,
     /// The store generation the cached entries belong to (a native restore bumps it).
     generation: u64,
     reservation: MemoryReservation,
@@ -201,12 +228,16 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             ttl,
             key_groups: config.key_groups(),
             prefix_bytes: prefix_bytes(config.max_parallelism()),
+            max_parallelism: config.max_parallelism(),
             clock: Arc::clone(config.clock()),
             shared,
             rows,
-            working: HashMap::new(),
+            working: WorkingMap::new(),
             scratch: Vec::new(),
+            miss_bytes: Vec::new(),
+            miss_ends: Vec::new(),
             bundle_open: false,
+            bundle: 0,
             dirty_keys: Vec::new(),
             transient_keys: Vec::new(),
             generation,
@@ -326,40 +357,56 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         };
         self.stats.point_hydrations += 1;
         let slot = match stored {
-            None => Slot::absent(),
+            None => Slot::absent(self.bundle),
             Some(bytes) => {
                 let (mut ts, mut values) = self.decode_stored([bytes.as_slice()].into_iter())?;
                 match (ts.pop(), values.pop()) {
-                    (Some(last_access), Some(value)) => Slot {
-                        value: Some(value),
-                        live: true,
-                        last_access,
-                        dirty: false,
-                        reserved: 0,
-                    },
-                    _ => Slot::absent(),
+                    (Some(last_access), Some(value)) => Slot::hit(value, last_access, self.bundle),
+                    _ => Slot::absent(self.bundle),
                 }
             }
         };
-        let key = self.scratch.clone().into_boxed_slice();
+        let key = Key::from(self.scratch.as_slice());
         self.admit(key, slot);
         Ok(())
     }
 
     /// Inserts a hydrated slot: cached across bundles when the pool grants its memory,
     /// otherwise (and for absent keys) resident for this bundle only.
-    fn admit(&mut self, key: Box<[u8]>, mut slot: Slot<C::Value>) {
+    fn admit(&mut self, key: Key, mut slot: Slot<C::Value>) {
         let cost = slot
             .value
             .as_ref()
-            .map(|v| entry_cost::<C>(&self.codec, key.len(), v));
+            .map(|v| entry_cost::<C>(&self.codec, key.as_bytes().len(), v));
         match cost {
-            Some(cost) if self.reservation.try_grow(cost).is_ok() => slot.reserved = cost,
+            Some(cost) if self.reserve_evicting(cost).is_ok() => slot.reserved = cost,
             _ => self.transient_keys.push(key.clone()),
         }
         if let Some(old) = self.working.insert(key, slot) {
             self.reservation.shrink(old.reserved);
         }
+    }
+
+    /// Reserves `bytes` for a cache entry; when the pool refuses, evicts clean entries not
+    /// used in the open bundle until an eighth of the cache's bytes (at least `bytes`) is
+    /// free, and tries once more. The cache is never cleared whole: its size is what the
+    /// pool grants.
+    fn reserve_evicting(&mut self, bytes: usize) -> Result<()> {
+        if self.reservation.try_grow(bytes).is_ok() {
+            return Ok(());
+        }
+        let target = (self.reservation.size() / EVICT_FRACTION).max(bytes);
+        let bundle = self.bundle;
+        let mut freed = 0;
+        self.working.retain(|_, slot| {
+            if freed >= target || slot.dirty || slot.reserved == 0 || slot.bundle == bundle {
+                return true;
+            }
+            freed += slot.reserved;
+            false
+        });
+        self.reservation.shrink(freed);
+        self.reservation.try_grow(bytes)
     }
 
     /// Drops every cached entry (after a restore or sweep changed RocksDB underneath).
@@ -369,17 +416,55 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         self.reservation.free();
     }
 
-    /// Makes the key (`key_group`, `key`) resident and leaves its RocksDB key in `scratch`.
-    fn resident(&mut self, key_group: KeyGroup, key: &[u8], hydrate: bool) -> Result<()> {
-        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
-        if hydrate && !self.working.contains_key(self.scratch.as_slice()) {
-            self.point_hydrate()?;
-        }
-        Ok(())
-    }
-
     fn release_slot_reservation(&mut self, reserved: usize) {
         self.reservation.shrink(reserved);
+    }
+
+    /// Reads the keys in `miss_bytes` with one batched multi-get (sorted, each once), decodes
+    /// the hits with one arrow-row conversion and one codec call, and admits every key.
+    fn hydrate_misses(&mut self) -> Result<()> {
+        let mut misses: Vec<&[u8]> = Vec::with_capacity(self.miss_ends.len());
+        let mut start = 0;
+        for &end in &self.miss_ends {
+            misses.push(self.miss_bytes.get(start..end).unwrap_or_default());
+            start = end;
+        }
+        // Sorted keys let RocksDB's MultiGet walk each file and the memtable in order; a key
+        // named twice is read once.
+        misses.sort_unstable();
+        misses.dedup();
+        let (hits, timestamps, values) = {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            let results = st.db.batched_multi_get_cf(&cf, &misses, true);
+            let mut hits = Vec::with_capacity(results.len());
+            let mut pinned = Vec::with_capacity(results.len());
+            for (i, result) in results.into_iter().enumerate() {
+                if let Some(slice) = result.map_err(rocks_api("batched read"))? {
+                    hits.push(i);
+                    pinned.push(slice);
+                }
+            }
+            // Decoded straight from the pinned slices, which borrow the database.
+            let (timestamps, values) = self.decode_stored(pinned.iter().map(|s| &**s))?;
+            (hits, timestamps, values)
+        };
+        self.stats.hydration_batches += 1;
+        self.stats.hydrated_keys += misses.len() as u64;
+        let keys: Vec<Key> = misses.into_iter().map(Key::from).collect();
+        let bundle = self.bundle;
+        let mut found = hits
+            .into_iter()
+            .zip(timestamps.into_iter().zip(values))
+            .peekable();
+        for (i, key) in keys.into_iter().enumerate() {
+            let slot = match found.next_if(|(hit, _)| *hit == i) {
+                Some((_, (last_access, value))) => Slot::hit(value, last_access, bundle),
+                None => Slot::absent(bundle),
+            };
+            self.admit(key, slot);
+        }
+        Ok(())
     }
 }
 
@@ -389,10 +474,10 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: &C::Value) -> usi
 }
 
 /// Marks `slot` (of `key`) dirty, listing the key once per bundle.
-fn mark_dirty<V>(slot: &mut Slot<V>, dirty_keys: &mut Vec<Box<[u8]>>, key: &[u8]) {
+fn mark_dirty<V>(slot: &mut Slot<V>, dirty_keys: &mut Vec<(Key, u64)>, key: &[u8], hash: u64) {
     if !slot.dirty {
         slot.dirty = true;
-        dirty_keys.push(key.into());
+        dirty_keys.push((Key::from(key), hash));
     }
 }
 
@@ -418,53 +503,24 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             self.generation = generation;
         }
         self.dirty_keys.clear();
-        // Only misses are read: the working map is a clean cache of committed state.
-        let mut composite: Vec<Vec<u8>> = Vec::new();
+        self.bundle += 1;
+        let bundle = self.bundle;
+        // Only misses are read: the working map is a clean cache of committed state. Hits
+        // are stamped with the bundle so that no admission below evicts them.
+        self.miss_bytes.clear();
+        self.miss_ends.clear();
         for (kg, key) in keys {
             composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
-            if !self.working.contains_key(self.scratch.as_slice()) {
-                composite.push(self.scratch.clone());
+            match self.working.get_mut(self.scratch.as_slice()) {
+                Some(slot) => slot.bundle = bundle,
+                None => {
+                    self.miss_bytes.extend_from_slice(&self.scratch);
+                    self.miss_ends.push(self.miss_bytes.len());
+                }
             }
         }
-        if !composite.is_empty() {
-            // Sorted keys let RocksDB's MultiGet walk each file and the memtable in order.
-            composite.sort_unstable();
-            let decoded = {
-                let st = self.shared.read();
-                let cf = st.table_cf(&self.name)?;
-                let results = st.db.batched_multi_get_cf(&cf, &composite, true);
-                let mut hits = Vec::with_capacity(results.len());
-                let mut pinned = Vec::with_capacity(results.len());
-                for (i, result) in results.into_iter().enumerate() {
-                    if let Some(slice) = result.map_err(rocks_api("batched read"))? {
-                        hits.push(i);
-                        pinned.push(slice);
-                    }
-                }
-                // Decoded straight from the pinned slices, which borrow the database.
-                let (timestamps, values) = self.decode_stored(pinned.iter().map(|s| &**s))?;
-                (hits, timestamps, values)
-            };
-            self.stats.hydration_batches += 1;
-            self.stats.hydrated_keys += composite.len() as u64;
-            let (hits, timestamps, values) = decoded;
-            let mut found = hits
-                .into_iter()
-                .zip(timestamps.into_iter().zip(values))
-                .peekable();
-            for (i, key) in composite.into_iter().enumerate() {
-                let slot = match found.next_if(|(hit, _)| *hit == i) {
-                    Some((_, (last_access, value))) => Slot {
-                        value: Some(value),
-                        live: true,
-                        last_access,
-                        dirty: false,
-                        reserved: 0,
-                    },
-                    None => Slot::absent(),
-                };
-                self.admit(key.into_boxed_slice(), slot);
-            }
+        if !self.miss_ends.is_empty() {
+            self.hydrate_misses()?;
         }
         self.bundle_open = true;
         self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
@@ -474,25 +530,32 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
     fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
         self.check_bundle("get", true)?;
         self.check_key_group(key_group)?;
-        self.resident(key_group, key, true)?;
         let now = self.now();
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        // One hash for the lookup (and, on a miss, the point read's insert).
+        let hash = self.working.hash(&self.scratch);
+        if self.working.get_hashed(hash, &self.scratch).is_none() {
+            self.point_hydrate()?;
+        }
         let Self {
             working,
             scratch,
             ttl,
             dirty_keys,
+            bundle,
             ..
         } = self;
-        let Some(slot) = working.get_mut(scratch.as_slice()) else {
+        let Some(slot) = working.get_mut_hashed(hash, scratch) else {
             return Ok(None);
         };
+        slot.bundle = *bundle;
         if !slot.live {
             return Ok(None);
         }
         if let Some(ttl) = ttl {
             if ttl.is_expired(slot.last_access, now) {
                 slot.live = false;
-                mark_dirty(slot, dirty_keys, scratch);
+                mark_dirty(slot, dirty_keys, scratch, hash);
                 return Ok(match ttl.visibility {
                     TtlVisibility::ReturnExpiredIfNotCleanedUp => slot.value.as_ref(),
                     TtlVisibility::NeverReturnExpired => None,
@@ -500,7 +563,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             }
             if ttl.update_type == TtlUpdateType::OnReadAndWrite {
                 slot.last_access = now;
-                mark_dirty(slot, dirty_keys, scratch);
+                mark_dirty(slot, dirty_keys, scratch, hash);
             }
         }
         Ok(slot.value.as_ref())
@@ -509,16 +572,20 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
     fn put(&mut self, key_group: KeyGroup, key: &[u8], value: C::Value) -> Result<()> {
         self.check_bundle("put", true)?;
         self.check_key_group(key_group)?;
-        self.resident(key_group, key, false)?;
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
         let now = self.now();
         let needed =
             self.scratch.len() + size_of::<Slot<C::Value>>() + self.codec.heap_size(&value);
-        let previous = self
-            .working
-            .get(self.scratch.as_slice())
-            .map_or(0, |s| s.reserved);
+        let hash = self.working.hash(&self.scratch);
+        let previous = match self.working.get_mut_hashed(hash, &self.scratch) {
+            Some(slot) => {
+                slot.bundle = self.bundle; // not evicted by the reservation below
+                slot.reserved
+            }
+            None => 0,
+        };
         if needed > previous {
-            self.reservation.try_grow(needed - previous)?;
+            self.reserve_evicting(needed - previous)?;
         } else {
             self.reservation.shrink(previous - needed);
         }
@@ -526,40 +593,42 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             working,
             scratch,
             dirty_keys,
+            bundle,
             ..
         } = self;
-        let slot = match working.get_mut(scratch.as_slice()) {
-            Some(slot) => slot,
-            None => working
-                .entry(scratch.clone().into_boxed_slice())
-                .or_insert_with(Slot::absent),
-        };
+        let slot = working.get_or_insert_hashed(hash, scratch, || Slot::absent(*bundle));
         slot.value = Some(value);
         slot.live = true;
         slot.last_access = now;
         slot.reserved = needed;
-        mark_dirty(slot, dirty_keys, scratch);
+        mark_dirty(slot, dirty_keys, scratch, hash);
         Ok(())
     }
 
     fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
         self.check_bundle("remove", true)?;
         self.check_key_group(key_group)?;
-        self.resident(key_group, key, true)?;
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        let hash = self.working.hash(&self.scratch);
+        if self.working.get_hashed(hash, &self.scratch).is_none() {
+            self.point_hydrate()?;
+        }
         let Self {
             working,
             scratch,
             dirty_keys,
+            bundle,
             ..
         } = self;
         let mut freed = 0;
-        if let Some(slot) = working.get_mut(scratch.as_slice())
-            && slot.live
-        {
-            slot.live = false;
-            slot.value = None;
-            freed = std::mem::take(&mut slot.reserved);
-            mark_dirty(slot, dirty_keys, scratch);
+        if let Some(slot) = working.get_mut_hashed(hash, scratch) {
+            slot.bundle = *bundle;
+            if slot.live {
+                slot.live = false;
+                slot.value = None;
+                freed = std::mem::take(&mut slot.reserved);
+                mark_dirty(slot, dirty_keys, scratch, hash);
+            }
         }
         self.release_slot_reservation(freed);
         Ok(())
@@ -569,7 +638,8 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         self.check_bundle("commit_bundle", true)?;
         // Keys in ascending order: RocksDB's memtable insert reuses its skip-list splice for
         // sequential keys, which makes a sorted batch markedly cheaper to apply.
-        self.dirty_keys.sort_unstable();
+        self.dirty_keys
+            .sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut batch = WriteBatch::default();
         {
             let st = self.shared.read();
@@ -578,8 +648,9 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             let mut ops: Vec<(&[u8], Option<usize>)> = Vec::with_capacity(self.dirty_keys.len());
             let mut entries: Vec<(i64, &C::Value)> = Vec::with_capacity(self.dirty_keys.len());
             let mut put_ops: Vec<usize> = Vec::with_capacity(self.dirty_keys.len());
-            for key in &self.dirty_keys {
-                let Some(slot) = self.working.get(key) else {
+            for (key, hash) in &self.dirty_keys {
+                let key = key.as_bytes();
+                let Some(slot) = self.working.get_hashed(*hash, key) else {
                     continue;
                 };
                 match (&slot.value, slot.live) {
@@ -623,28 +694,30 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         // The working map stays a clean cache of committed state: removed and expired keys
         // leave it, as do entries resident for this bundle only.
         let mut freed = 0;
-        for key in self.dirty_keys.drain(..) {
-            if let Some(slot) = self.working.get_mut(&key) {
+        for (key, hash) in self.dirty_keys.drain(..) {
+            if let Some(slot) = self.working.get_mut_hashed(hash, key.as_bytes()) {
                 slot.dirty = false;
                 if !slot.live {
-                    freed += self.working.remove(&key).map_or(0, |s| s.reserved);
+                    freed += self
+                        .working
+                        .remove(key.as_bytes())
+                        .map_or(0, |s| s.reserved);
                 }
             }
         }
         for key in self.transient_keys.drain(..) {
             if self
                 .working
-                .get(&key)
+                .get(key.as_bytes())
                 .is_some_and(|s| !s.live || s.reserved == 0)
             {
-                freed += self.working.remove(&key).map_or(0, |s| s.reserved);
+                freed += self
+                    .working
+                    .remove(key.as_bytes())
+                    .map_or(0, |s| s.reserved);
             }
         }
         self.reservation.shrink(freed);
-        if self.working.len() > CACHE_MAX_ENTRIES {
-            self.working.clear();
-            self.reservation.free();
-        }
         self.bundle_open = false;
         self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
         Ok(())
@@ -813,6 +886,14 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
         if let Some(cf) = self.staged_cf.take() {
             self.shared.drop_cf(&cf);
         }
+    }
+
+    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
+        Some(self.max_parallelism)
+    }
+
+    fn table_has_ttl(&self) -> Option<bool> {
+        Some(self.ttl.is_some())
     }
 }
 

@@ -14,7 +14,7 @@ use state_api::{I64Codec, MapTable, Row, Scalar, ScanDirection, UserKeyRange};
 use super::plan::{Phys, PhysKind, Plan};
 use crate::error::{Error, Result};
 use crate::order_key;
-use crate::value::{count_of, java_equals, minus, plus, sql_gt, sql_lt, zero_of};
+use crate::value::{avg, count_of, java_equals, minus, plus, sql_gt, sql_lt, zero_of};
 
 /// A group's value -> count companions (MIN/MAX with retraction, DISTINCT): in the state
 /// (a map table prefix) or local to a mini-batch bundle.
@@ -129,6 +129,32 @@ impl LocalCompanion {
     }
 }
 
+/// An AVG operand in `AvgAggFunction`'s sum type (BIGINT / DOUBLE / the decimal itself).
+fn widen(v: &Scalar) -> Scalar {
+    match v {
+        Scalar::Int8(x) => Scalar::Int64(i64::from(*x)),
+        Scalar::Int16(x) => Scalar::Int64(i64::from(*x)),
+        Scalar::Int32(x) => Scalar::Int64(i64::from(*x)),
+        Scalar::Float32(x) => Scalar::Float64(f64::from(*x)),
+        other => other.clone(),
+    }
+}
+
+/// `CAST(sum / count AS <argument type>)` of `AvgAggFunction.getValueExpression`.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "Java's narrowing casts, as Flink's generated code"
+)]
+fn narrow(v: &Scalar, result: &DataType) -> Scalar {
+    match (v, result) {
+        (Scalar::Int64(x), DataType::Int8) => Scalar::Int8(*x as i8),
+        (Scalar::Int64(x), DataType::Int16) => Scalar::Int16(*x as i16),
+        (Scalar::Int64(x), DataType::Int32) => Scalar::Int32(*x as i32),
+        (Scalar::Float64(x), DataType::Float32) => Scalar::Float32(*x as f32),
+        (other, _) => other.clone(),
+    }
+}
+
 fn acc_field(acc: &[Scalar], i: usize) -> &Scalar {
     acc.get(i).unwrap_or(&Scalar::Null)
 }
@@ -151,6 +177,7 @@ pub(crate) fn create(plan: &Plan) -> Row {
         match p.kind {
             PhysKind::Count1 | PhysKind::CountStar | PhysKind::Count => acc.push(Scalar::Int64(0)),
             PhysKind::Sum0 => acc.push(zero_of(&p.result_type)),
+            PhysKind::Avg => acc.push(zero_of(&super::plan::avg_sum_type(&p.arg_type))),
             _ => acc.push(Scalar::Null),
         }
         if p.acc_width() == 2 {
@@ -186,6 +213,11 @@ pub(crate) fn value_of(p: &Phys, acc: &[Scalar]) -> Scalar {
             } else {
                 Scalar::Null
             }
+        }
+        PhysKind::Avg => {
+            let count = count_of(acc_field(acc, p.acc_offset + 1));
+            let sum_type = super::plan::avg_sum_type(&p.arg_type);
+            narrow(&avg(&v, count, &sum_type, &p.result_type), &p.result_type)
         }
         _ => v,
     }
@@ -289,6 +321,13 @@ fn accumulate_one(
                 set_field(acc, o, new);
             }
         }
+        PhysKind::Avg => {
+            if !v.is_null() {
+                let new = plus(acc_field(acc, o), &widen(v));
+                set_field(acc, o, new);
+                add_count(acc, o + 1, 1);
+            }
+        }
         PhysKind::Min | PhysKind::Max if p.retract => {
             extreme_accumulate(p, acc, v, companion, key_buf)?;
         }
@@ -350,6 +389,13 @@ fn retract_one(
             if !v.is_null() {
                 let new = minus(acc_field(acc, o), v);
                 set_field(acc, o, new);
+            }
+        }
+        PhysKind::Avg => {
+            if !v.is_null() {
+                let new = minus(acc_field(acc, o), &widen(v));
+                set_field(acc, o, new);
+                add_count(acc, o + 1, -1);
             }
         }
         PhysKind::Min | PhysKind::Max => extreme_retract(p, acc, v, companion, key_buf)?,
@@ -484,6 +530,11 @@ pub(crate) fn merge(
                     let new = plus(acc_field(acc, o), &theirs);
                     set_field(acc, o, new);
                 }
+            }
+            PhysKind::Avg => {
+                let new = plus(acc_field(acc, o), &theirs);
+                set_field(acc, o, new);
+                add_count(acc, o + 1, count_of(acc_field(other, o + 1)));
             }
             PhysKind::Min | PhysKind::Max if p.retract => {
                 merge_extreme(p, acc, other, other_companion, companion)?;

@@ -23,6 +23,8 @@ pub(crate) enum PhysKind {
     Count,
     Sum,
     Sum0,
+    /// `AvgAggFunction` (not rewritten): sum in the widened sum type, count.
+    Avg,
     Min,
     Max,
     First,
@@ -52,6 +54,7 @@ impl Phys {
     /// Accumulator width.
     pub(crate) fn acc_width(&self) -> usize {
         match self.kind {
+            PhysKind::Avg => 2,
             PhysKind::Sum | PhysKind::Min | PhysKind::Max if self.retract => 2,
             _ => 1,
         }
@@ -108,6 +111,16 @@ fn sum_type(arg: &DataType) -> DataType {
     match arg {
         DataType::Decimal128(_, s) => DataType::Decimal128(38, *s),
         other => other.clone(),
+    }
+}
+
+/// `AvgAggFunction.getSumType()`: BIGINT for the integer types, DOUBLE for FLOAT and
+/// DOUBLE, DECIMAL(38, s) for DECIMAL(p, s).
+pub(crate) fn avg_sum_type(arg: &DataType) -> DataType {
+    match arg {
+        DataType::Float32 | DataType::Float64 => DataType::Float64,
+        DataType::Decimal128(_, s) => DataType::Decimal128(38, *s),
+        _ => DataType::Int64,
     }
 }
 
@@ -170,6 +183,12 @@ impl Builder<'_> {
         }
         let result_type = match kind {
             PhysKind::Count1 | PhysKind::CountStar | PhysKind::Count => DataType::Int64,
+            PhysKind::Avg => {
+                if !is_numeric(arg_type) {
+                    return Err(Error::spec(format!("AVG over {arg_type}")));
+                }
+                avg_type(arg_type)
+            }
             PhysKind::Sum | PhysKind::Sum0 => {
                 if !is_numeric(arg_type) {
                     return Err(Error::spec(format!("SUM over {arg_type}")));
@@ -226,13 +245,44 @@ impl Builder<'_> {
 
 /// Derives the plan of `spec`.
 ///
+/// Calcite's `AggregateReduceFunctionsRule` (which fires when an AVG is present and rewrites
+/// every SUM and AVG into `$SUM0` + COUNT) runs in Flink's cost-based logical phase, so its
+/// result is only kept when it is cheaper: when the rewritten node has fewer aggregate calls
+/// than the query (shared `$SUM0`/COUNT calls; the Calc on top costs less than one call).
+/// Otherwise AVG stays `AvgAggFunction` (sum in BIGINT / DOUBLE / DECIMAL(38, s)).
+///
 /// # Errors
 /// [`Error::InvalidSpec`] / [`Error::Unsupported`].
+pub(crate) fn plan(spec: &GroupAggSpec) -> Result<Plan> {
+    let has_avg = spec
+        .aggregates
+        .iter()
+        .any(|c| c.function == AggFunction::Avg);
+    if has_avg {
+        let reduced = plan_with(spec, true)?;
+        let mut original: Vec<&AggCall> = Vec::new();
+        for call in &spec.aggregates {
+            if !original.contains(&call) {
+                original.push(call);
+            }
+        }
+        let calls = reduced
+            .phys
+            .iter()
+            .filter(|p| p.kind != PhysKind::Count1)
+            .count();
+        if calls < original.len() {
+            return Ok(reduced);
+        }
+    }
+    plan_with(spec, false)
+}
+
 #[expect(
     clippy::too_many_lines,
     reason = "one pass mirroring the planner rule by rule"
 )]
-pub(crate) fn plan(spec: &GroupAggSpec) -> Result<Plan> {
+fn plan_with(spec: &GroupAggSpec, reduce: bool) -> Result<Plan> {
     let mut b = Builder {
         spec,
         retract: !spec.input_insert_only,
@@ -240,10 +290,6 @@ pub(crate) fn plan(spec: &GroupAggSpec) -> Result<Plan> {
         distincts: Vec::new(),
         tags: 0,
     };
-    let reduce = spec
-        .aggregates
-        .iter()
-        .any(|c| c.function == AggFunction::Avg);
     let mut projections = Vec::with_capacity(spec.aggregates.len());
     let mut output_types = Vec::with_capacity(spec.aggregates.len());
     for call in &spec.aggregates {
@@ -277,6 +323,10 @@ pub(crate) fn plan(spec: &GroupAggSpec) -> Result<Plan> {
                 Projection::Phys(b.phys(PhysKind::Sum0, arg, &arg_type, d)?),
                 sum_type(&arg_type),
             ),
+            AggFunction::Avg if !reduce => {
+                let avg = b.phys(PhysKind::Avg, arg, &arg_type, d)?;
+                (Projection::Phys(avg), avg_type(&arg_type))
+            }
             AggFunction::Avg => {
                 if !is_numeric(&arg_type) {
                     return Err(Error::spec(format!("AVG over {arg_type}")));
@@ -332,6 +382,7 @@ pub(crate) fn plan(spec: &GroupAggSpec) -> Result<Plan> {
         p.acc_offset = acc_fields.len();
         let (value_type, value_nullable) = match p.kind {
             PhysKind::Count1 | PhysKind::CountStar | PhysKind::Count => (DataType::Int64, false),
+            PhysKind::Avg => (avg_sum_type(&p.arg_type), true),
             _ => (p.result_type.clone(), true),
         };
         acc_fields.push(Field::new(format!("a{i}"), value_type, value_nullable));
@@ -397,9 +448,11 @@ mod tests {
                 AggCall::new(AggFunction::Sum, vec![1]),
                 AggCall::new(AggFunction::Avg, vec![1]),
                 AggCall::new(AggFunction::Avg, vec![2]),
+                AggCall::new(AggFunction::Sum, vec![2]),
             ],
             true,
         );
+        // 6 calls in the query, 5 after the rewrite: rewritten.
         let p = plan(&spec).unwrap();
         let kinds: Vec<_> = p.phys.iter().map(|p| (p.kind, p.arg)).collect();
         assert_eq!(
@@ -414,6 +467,18 @@ mod tests {
         );
         assert_eq!(p.output[5].data_type(), &DataType::Decimal128(38, 6));
         assert!(p.counter.is_none());
+        // SUM(b), AVG(b): 2 calls either way, so Flink keeps AvgAggFunction.
+        let spec = GroupAggSpec::new(
+            input(),
+            vec![0],
+            vec![
+                AggCall::new(AggFunction::Sum, vec![1]),
+                AggCall::new(AggFunction::Avg, vec![1]),
+            ],
+            true,
+        );
+        let kinds: Vec<_> = plan(&spec).unwrap().phys.iter().map(|p| p.kind).collect();
+        assert_eq!(kinds, [PhysKind::Sum, PhysKind::Avg]);
     }
 
     #[test]

@@ -44,9 +44,19 @@ pub fn cases_dir() -> PathBuf {
     }
 }
 
-/// Every case directory (holding a `case.json`), sorted by name.
+/// The cases made by the project's own harness (`compat/flink-operators`).
+pub fn generated_cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/flink-operator-cases-generated")
+}
+
+/// Every case directory (holding a `case.json`) of [`cases_dir`], sorted by name.
 pub fn case_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+    case_dirs_in(&cases_dir())
+}
+
+/// Every case directory (holding a `case.json`) in `dir`, sorted by name.
+pub fn case_dirs_in(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("cases directory")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("case.json").is_file())

@@ -655,3 +655,96 @@ where
 {
     super::map_model::run(f);
 }
+
+/// Fills a map table and a timer table of a full-range store of `f` with the same logical
+/// state every time: 120 prefixes of 1 to 4 entries and 300 timers.
+type Filled<S> = (
+    S,
+    <S as MapStateStore>::MapTable<I64Codec>,
+    <S as crate::timer::TimerStateStore>::TimerTable,
+);
+
+fn fill_map_and_timers<F>(f: &F, clock: &ManualClock) -> Filled<F::Store>
+where
+    F: StoreFactory,
+    F::Store: MapStateStore + crate::timer::TimerStateStore,
+{
+    use crate::timer::{TimeDomain, TimerStateStore, TimerTable};
+    let mp = max_parallelism(128);
+    let mut store = f.create(full_config(mp, clock));
+    let mut m = open_map(&mut store, "m");
+    let mut t = store
+        .open_timer_table("t", TimeDomain::EventTime)
+        .expect("open timers");
+    m.begin_bundle(MapHydration::none()).expect("begin");
+    for i in 0..120_u32 {
+        let p = format!("k{i:03}|").into_bytes();
+        for j in 0..=(i % 4) {
+            m.put(kg_of(&p, mp), &p, &j.to_be_bytes(), i64::from(i * 10 + j))
+                .expect("put");
+        }
+        let ns = (i % 3).to_be_bytes();
+        t.register(kg_of(&p, mp), i64::from(i % 17) - 3, &p, &ns)
+            .expect("register");
+    }
+    m.commit_bundle().expect("commit");
+    t.commit().expect("commit timers");
+    (store, m, t)
+}
+
+/// Two backends: the same map entries and timers give byte-identical canonical snapshots,
+/// and move `f` -> `g` (onto 3 subtasks) -> `f` exactly. Not part of
+/// [`conformance_tests!`](crate::conformance_tests), which sees one backend; run it from a
+/// crate that depends on both.
+pub fn cross_backend_map_and_timer_exchange<F, G>(f: &F, g: &G)
+where
+    F: StoreFactory,
+    F::Store: MapStateStore + crate::timer::TimerStateStore,
+    G: StoreFactory,
+    G::Store: MapStateStore + crate::timer::TimerStateStore,
+{
+    use crate::timer::{TimeDomain, TimerStateStore, TimerTable};
+    let mp = max_parallelism(128);
+    let clock = ManualClock::new(5);
+    let (store_f, m_f, t_f) = fill_map_and_timers(f, &clock);
+    let (store_g, m_g, t_g) = fill_map_and_timers(g, &clock);
+    let snap_f = snapshot_of(&store_f, "op", &[&m_f, &t_f]);
+    assert_eq!(
+        snapshot_of(&store_g, "op", &[&m_g, &t_g]),
+        snap_f,
+        "the same map entries and timers give byte-identical snapshots on both backends"
+    );
+    // f -> g on 3 subtasks -> f (full range).
+    let p3 = Parallelism::new(3).expect("p");
+    let mut on_g = Vec::new();
+    for index in 0..3 {
+        let config = StoreConfig::for_subtask(mp, p3, index)
+            .expect("config")
+            .with_clock(Arc::new(clock.clone()));
+        let mut store = g.create(config);
+        let mut m = open_map(&mut store, "m");
+        let mut t = store
+            .open_timer_table("t", TimeDomain::EventTime)
+            .expect("open timers");
+        let pool = Arc::clone(store.config().memory_pool());
+        restore_canonical_snapshot("op", &[&snap_f], &mut [&mut m, &mut t], &pool)
+            .expect("restore f -> g");
+        on_g.push(snapshot_of(&store, "op", &[&m, &t]));
+        assert!(t.len() <= 120);
+    }
+    let sources: Vec<&dyn Container> = on_g.iter().map(|c| c as &dyn Container).collect();
+    let mut store = f.create(full_config(mp, &clock));
+    let mut m = open_map(&mut store, "m");
+    let mut t = store
+        .open_timer_table("t", TimeDomain::EventTime)
+        .expect("open timers");
+    let pool = Arc::clone(store.config().memory_pool());
+    restore_canonical_snapshot("op", &sources, &mut [&mut m, &mut t], &pool)
+        .expect("restore g -> f");
+    assert_eq!(
+        snapshot_of(&store, "op", &[&m, &t]),
+        snap_f,
+        "f -> g (3 subtasks) -> f keeps the canonical bytes"
+    );
+    assert_eq!(t.len(), 120);
+}

@@ -33,6 +33,7 @@ use crate::table::{KeyedStateStore, KeyedTable, StoreConfig, ValueOf};
 use crate::ttl::ManualClock;
 
 mod bundle;
+mod campaign;
 mod map;
 mod map_model;
 mod memory;
@@ -45,11 +46,13 @@ pub use bundle::{
     bundle_hydration_and_coalesced_commit, bundle_misuse_is_rejected, get_of_key_not_in_bundle,
     get_put_remove, key_group_out_of_range_is_rejected, open_table_twice_is_rejected,
 };
+pub use campaign::corruption_campaign;
 pub use map::{
-    map_get_put_update_remove, map_memory_exhausted_put_leaves_state_unchanged,
-    map_misuse_is_rejected, map_model_based_operations_match_btreemap,
-    map_remove_range_inside_and_across_bundles, map_scan_merges_uncommitted_writes,
-    map_scan_order_bounds_and_reverse, map_snapshot_restore_and_rescale, map_ttl_expiry,
+    cross_backend_map_and_timer_exchange, map_get_put_update_remove,
+    map_memory_exhausted_put_leaves_state_unchanged, map_misuse_is_rejected,
+    map_model_based_operations_match_btreemap, map_remove_range_inside_and_across_bundles,
+    map_scan_merges_uncommitted_writes, map_scan_order_bounds_and_reverse,
+    map_snapshot_restore_and_rescale, map_ttl_expiry,
 };
 pub use memory::{
     memory_exhausted_put_leaves_state_unchanged, memory_exhausted_restore_leaves_state_unchanged,
@@ -64,6 +67,12 @@ pub use snapshot::{
     restore_rejects_truncated_snapshot, restore_rejects_undecodable_values,
     restore_rejects_unknown_table, restore_rejects_unreadable_section,
     restore_rejects_unsorted_keys, restore_rejects_wrong_operator, restore_rejects_wrong_version,
+};
+pub use snapshot::{
+    dir_container_snapshots_are_atomic, restore_rejects_extra_key_group,
+    restore_rejects_incomplete_snapshot, restore_rejects_last_access_without_ttl,
+    restore_rejects_missing_key_group, restore_rejects_other_max_parallelism,
+    restore_rejects_swapped_or_copied_key_groups, restore_returns_deadlines,
 };
 pub use timer::{
     timers_delete, timers_fire_in_order_up_to_watermark, timers_misuse_is_rejected,
@@ -243,6 +252,15 @@ macro_rules! keyed_conformance_tests {
             restore_rejects_unknown_table,
             restore_rejects_duplicate_key_group,
             restore_rejects_undecodable_values,
+            restore_rejects_missing_key_group,
+            restore_rejects_swapped_or_copied_key_groups,
+            restore_rejects_extra_key_group,
+            restore_rejects_incomplete_snapshot,
+            restore_rejects_other_max_parallelism,
+            restore_returns_deadlines,
+            restore_rejects_last_access_without_ttl,
+            dir_container_snapshots_are_atomic,
+            corruption_campaign,
             memory_reservation_accounting,
             memory_exhausted_put_leaves_state_unchanged,
             memory_exhausted_restore_leaves_state_unchanged,

@@ -406,12 +406,54 @@ fn ipc_bytes(batch: &RecordBatch, schema: &Schema) -> Vec<u8> {
     writer.into_inner().expect("ipc bytes")
 }
 
-fn put_sections(container: &mut MemoryContainer, kg: u32, sections: &[(&str, Vec<u8>)]) {
+/// Replaces key group `kg`'s envelope with one holding `sections` and re-seals the manifest,
+/// as a buggy or hostile writer would: every checksum is valid, the content is not.
+pub(crate) fn put_sections(container: &mut MemoryContainer, kg: u32, sections: &[(&str, Vec<u8>)]) {
     let mut writer = SectionWriter::new();
     for (name, bytes) in sections {
         writer.push(name, bytes).expect("section");
     }
-    sfcs_format::write_envelope(container, kg, "op", None, &writer.finish()).expect("envelope");
+    put_payload(container, kg, "op", None, &writer.finish());
+}
+
+/// Replaces key group `kg`'s envelope in the committed generation (no re-seal).
+pub(crate) fn put_envelope_raw(
+    container: &mut MemoryContainer,
+    kg: u32,
+    operator_id: &str,
+    deadline: Option<i64>,
+    payload: &[u8],
+) {
+    let env = sfcs_format::Envelope::encode(operator_id, deadline, payload).expect("envelope");
+    container.set_header_raw(kg, env.header_bytes().to_vec());
+    container.set_chunk_raw(kg, 0, None);
+    for (i, chunk) in env.chunks().enumerate() {
+        container.set_chunk_raw(kg, i as u32, Some(chunk.to_vec()));
+    }
+}
+
+/// [`put_envelope_raw`], then [`reseal`].
+pub(crate) fn put_payload(
+    container: &mut MemoryContainer,
+    kg: u32,
+    operator_id: &str,
+    deadline: Option<i64>,
+    payload: &[u8],
+) {
+    put_envelope_raw(container, kg, operator_id, deadline, payload);
+    reseal(container);
+}
+
+/// Rewrites the manifest so that it vouches for the envelopes the container holds now.
+pub(crate) fn reseal(container: &mut MemoryContainer) {
+    let bytes = container
+        .get_manifest()
+        .expect("get manifest")
+        .expect("a manifest to re-seal")
+        .into_owned();
+    let manifest = sfcs_format::Manifest::decode(&bytes, None).expect("valid manifest");
+    let rebuilt = manifest.rebuilt_from(container).expect("rebuilt manifest");
+    container.set_manifest_raw(Some(rebuilt.encode()));
 }
 
 fn i64_batch(rows: &[(&[u8], i64, &i64)]) -> (RecordBatch, Arc<Schema>) {
@@ -474,7 +516,15 @@ pub fn restore_rejects_truncated_snapshot<F: StoreFactory>(f: &F) {
             c.set_header_raw(kg, header[..10].to_vec());
         },
         None,
-        |e| matches!(decode_error(e), Some(DecodeError::TruncatedHeader { .. })),
+        |e| {
+            matches!(
+                e,
+                Error::Snapshot(sfcs_format::Error::NotVouched {
+                    field: "header length",
+                    ..
+                })
+            )
+        },
     );
 }
 
@@ -485,7 +535,14 @@ pub fn restore_rejects_wrong_operator<F: StoreFactory>(f: &F) {
         "other-op",
         |_, _| {},
         None,
-        |e| matches!(decode_error(e), Some(DecodeError::OperatorMismatch { .. })),
+        |e| {
+            matches!(
+                e,
+                Error::Snapshot(sfcs_format::Error::Manifest(
+                    sfcs_format::ManifestError::OperatorMismatch { .. }
+                ))
+            )
+        },
     );
 }
 
@@ -500,10 +557,14 @@ pub fn restore_rejects_wrong_version<F: StoreFactory>(f: &F) {
             c.set_header_raw(kg, header);
         },
         None,
+        // The manifest vouches for the header bytes: a changed version field is caught there.
         |e| {
             matches!(
-                decode_error(e),
-                Some(DecodeError::UnsupportedVersion { found: 99, .. })
+                e,
+                Error::Snapshot(sfcs_format::Error::NotVouched {
+                    field: "header CRC32C",
+                    ..
+                })
             )
         },
     );
@@ -538,7 +599,7 @@ pub fn restore_rejects_unreadable_section<F: StoreFactory>(f: &F) {
         "op",
         |c, kg| put_sections(c, kg, &[("main", b"definitely not arrow".to_vec())]),
         None,
-        |e| matches!(e, Error::Arrow { table, .. } if table == "main"),
+        |e| matches!(e, Error::InvalidIpc { table, offset: 0, .. } if table == "main"),
     );
 }
 
@@ -726,4 +787,340 @@ pub fn restore_rejects_undecodable_values<F: StoreFactory>(f: &F) {
         "a unchanged"
     );
     assert_eq!(snapshot_of(&store, "op", &[&ta, &tb]), before);
+}
+
+/// A snapshot of `filled` at max parallelism 128 with a deadline on every third key group.
+fn snapshot_at<S: KeyedStateStore>(filled: &Filled<S>) -> MemoryContainer {
+    let mut container = MemoryContainer::new();
+    crate::snapshot::write_canonical_snapshot_at(
+        max_parallelism(128),
+        "op",
+        &deadline_of,
+        &[&filled.main, &filled.side],
+        &mut container,
+        filled.store.config().memory_pool(),
+    )
+    .expect("snapshot");
+    container
+}
+
+/// The deadline [`snapshot_at`] writes for a key group.
+fn deadline_of(kg: KeyGroup) -> Option<i64> {
+    (kg.get() % 3 == 0).then(|| 1_000_000 + i64::from(kg.get()))
+}
+
+/// Two key groups of `c` that hold envelopes.
+fn two_key_groups(c: &MemoryContainer) -> (u32, u32) {
+    let kgs = c.key_groups().expect("key groups");
+    (kgs[0], kgs[kgs.len() / 2])
+}
+
+/// A key group's envelope deleted after the manifest was written: refused, naming it.
+pub fn restore_rejects_missing_key_group<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let mut source = Filled::new(f, &clock, 80, 500).snapshot("op");
+    let (kg, _) = two_key_groups(&source);
+    let manifest = source
+        .get_manifest()
+        .expect("get")
+        .expect("manifest")
+        .into_owned();
+    source.remove_key_group(kg).expect("remove");
+    source.set_manifest_raw(Some(manifest));
+    let mut target = Filled::new(f, &clock, 20, 0);
+    let before = target.snapshot("op");
+    let err = target
+        .restore("op", &[&source])
+        .expect_err("missing key group");
+    assert!(
+        matches!(err, Error::MissingKeyGroup { key_group, source_index: Some(0) } if key_group == kg as i32),
+        "{err}"
+    );
+    assert_eq!(target.snapshot("op"), before, "target unchanged");
+}
+
+/// Two key groups' envelopes swapped, or one copied over another: refused, naming the key
+/// group, before any of its payload is decoded.
+pub fn restore_rejects_swapped_or_copied_key_groups<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let source = Filled::new(f, &clock, 80, 500).snapshot("op");
+    let (a, b) = two_key_groups(&source);
+    let mut swapped = source.clone();
+    swapped.copy_key_group_raw(a, u32::MAX);
+    swapped.copy_key_group_raw(b, a);
+    swapped.copy_key_group_raw(u32::MAX, b);
+    swapped.remove_key_group(u32::MAX).expect("remove");
+    swapped.set_manifest_raw(
+        source
+            .get_manifest()
+            .expect("get")
+            .map(std::borrow::Cow::into_owned),
+    );
+    let mut copied = source.clone();
+    copied.copy_key_group_raw(a, b);
+    for (label, bad) in [("swapped", swapped), ("copied", copied)] {
+        let mut target = Filled::new(f, &clock, 20, 0);
+        let before = target.snapshot("op");
+        let err = target.restore("op", &[&bad]).expect_err(label);
+        assert!(
+            matches!(
+                err,
+                Error::Snapshot(sfcs_format::Error::NotVouched { key_group, .. })
+                    if key_group == a || key_group == b
+            ),
+            "{label}: {err}"
+        );
+        assert_eq!(target.snapshot("op"), before, "{label}: target unchanged");
+    }
+}
+
+/// An envelope the manifest does not list: refused, naming it.
+pub fn restore_rejects_extra_key_group<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let mut source = Filled::new(f, &clock, 80, 500).snapshot("op");
+    let listed = source.key_groups().expect("key groups");
+    let extra = (0..128)
+        .find(|k| !listed.contains(k))
+        .expect("a free key group");
+    put_envelope_raw(
+        &mut source,
+        extra,
+        "op",
+        None,
+        &SectionWriter::new().finish(),
+    );
+    let mut target = Filled::new(f, &clock, 20, 0);
+    let before = target.snapshot("op");
+    let err = target
+        .restore("op", &[&source])
+        .expect_err("extra key group");
+    assert!(
+        matches!(err, Error::UnexpectedKeyGroup { key_group, source_index: 0 } if key_group == extra as i32),
+        "{err}"
+    );
+    assert_eq!(target.snapshot("op"), before, "target unchanged");
+}
+
+/// A container without a committed manifest (a snapshot being written, or one whose writer
+/// died) is never taken for a complete snapshot.
+pub fn restore_rejects_incomplete_snapshot<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let filled = Filled::new(f, &clock, 80, 500);
+    // A writer that died after some envelopes: a generation begun and never committed.
+    let mut partial = filled.snapshot("op");
+    partial.begin_generation().expect("begin");
+    sfcs_format::write_envelope(&mut partial, 3, "op", None, b"").expect("envelope");
+    assert!(partial.is_writing());
+    let mut no_manifest = filled.snapshot("op");
+    no_manifest.set_manifest_raw(None);
+    for (label, bad) in [("partial", partial), ("no manifest", no_manifest)] {
+        let mut target = Filled::new(f, &clock, 20, 0);
+        let before = target.snapshot("op");
+        let err = target.restore("op", &[&bad]).expect_err(label);
+        assert!(
+            matches!(err, Error::IncompleteSnapshot { source_index: 0 }),
+            "{label}: {err}"
+        );
+        assert_eq!(target.snapshot("op"), before, "{label}: target unchanged");
+    }
+}
+
+/// A snapshot taken at max parallelism 128 is refused by a target of max parallelism 256 (and
+/// one that does not record its max parallelism by a target that knows its own); a target
+/// whose range lies beyond the snapshot's max parallelism is refused even when the target's
+/// own is unknown.
+pub fn restore_rejects_other_max_parallelism<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let filled = Filled::new(f, &clock, 80, 500);
+    let at_128 = snapshot_at(&filled);
+    let unrecorded = {
+        let mut c = at_128.clone();
+        let m =
+            sfcs_format::Manifest::decode(&c.get_manifest().expect("get").expect("manifest"), None)
+                .expect("manifest");
+        let entries = m.entries().to_vec();
+        let m = sfcs_format::Manifest::try_new("op", 0, 0, 128, 1, entries).expect("manifest");
+        c.set_manifest_raw(Some(m.encode()));
+        c
+    };
+    let mp256 = max_parallelism(256);
+    let mut store = f.create(full_config(mp256, &clock));
+    let mut t = store.open_table("main", I64Codec, None).expect("open");
+    let pool = Arc::clone(store.config().memory_pool());
+    for (label, source, expected) in [
+        ("128 into 256", &at_128, Some(128)),
+        ("unrecorded into 256", &unrecorded, None),
+    ] {
+        let err = crate::snapshot::restore_canonical_snapshot_at(
+            mp256,
+            "op",
+            &[source],
+            &mut [&mut t as &mut dyn CanonicalTable],
+            &pool,
+        )
+        .expect_err(label);
+        assert!(
+            matches!(
+                err,
+                Error::MaxParallelismMismatch { expected: Some(256), found, source_index: Some(0) }
+                    if found == expected
+            ),
+            "{label}: {err}"
+        );
+    }
+    // Without an explicit max parallelism, a target range beyond the snapshot's is refused.
+    let err = restore_canonical_snapshot(
+        "op",
+        &[&at_128],
+        &mut [&mut t as &mut dyn CanonicalTable],
+        &pool,
+    )
+    .expect_err("range 0..=255 against a snapshot of 128");
+    assert!(
+        matches!(
+            err,
+            Error::MaxParallelismMismatch { .. }
+                | Error::DuplicateKeyGroup { .. }
+                | Error::MissingKeyGroup { .. }
+        ),
+        "{err}"
+    );
+    // The right max parallelism restores.
+    let mut target = Filled::new(f, &clock, 10, 0);
+    let pool = Arc::clone(target.store.config().memory_pool());
+    crate::snapshot::restore_canonical_snapshot_at(
+        max_parallelism(128),
+        "op",
+        &[&at_128],
+        &mut [
+            &mut target.main as &mut dyn CanonicalTable,
+            &mut target.side,
+        ],
+        &pool,
+    )
+    .expect("same max parallelism");
+}
+
+/// Restore returns the processing-time deadline each restored key group's envelope carries;
+/// a key group with a deadline and no rows keeps its deadline.
+pub fn restore_returns_deadlines<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let filled = Filled::new(f, &clock, 40, 500);
+    let container = snapshot_at(&filled);
+    let mut target = Filled::new(f, &clock, 5, 0);
+    let pool = Arc::clone(target.store.config().memory_pool());
+    let summary = crate::snapshot::restore_canonical_snapshot_at(
+        max_parallelism(128),
+        "op",
+        &[&container],
+        &mut [
+            &mut target.main as &mut dyn CanonicalTable,
+            &mut target.side,
+        ],
+        &pool,
+    )
+    .expect("restore");
+    let expected: Vec<(KeyGroup, Option<i64>)> = container
+        .key_groups()
+        .expect("key groups")
+        .into_iter()
+        .map(|kg| {
+            let kg = KeyGroup::new(kg as i32).expect("kg");
+            (kg, deadline_of(kg))
+        })
+        .collect();
+    assert_eq!(
+        summary.deadlines, expected,
+        "one deadline per restored key group"
+    );
+    assert_eq!(summary.key_groups, expected.len());
+    // Every key group with a deadline has an envelope, rows or not.
+    let with_deadline = (0..128)
+        .filter(|k| deadline_of(KeyGroup::new(*k).expect("kg")).is_some())
+        .count();
+    assert_eq!(
+        summary
+            .deadlines
+            .iter()
+            .filter(|(_, d)| d.is_some())
+            .count(),
+        with_deadline
+    );
+    assert_eq!(summary.earliest_deadline(), Some(1_000_000));
+}
+
+/// A non-zero `last_access` in a table without TTL is refused by every backend that reports
+/// whether its tables have TTL ([`CanonicalTable::table_has_ttl`]); the target is unchanged.
+pub fn restore_rejects_last_access_without_ttl<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let probe = Filled::new(f, &clock, 1, 0);
+    if probe.main.table_has_ttl().is_none() {
+        eprintln!("restore_rejects_last_access_without_ttl: the backend does not report TTL");
+        return;
+    }
+    assert_restore_fails(
+        f,
+        "op",
+        |c, kg| {
+            let (batch, schema) = i64_batch(&[(b"k", 1_234, &1)]);
+            put_sections(c, kg, &[("main", ipc_bytes(&batch, &schema))]);
+        },
+        None,
+        |e| matches!(e, Error::InvalidRow { table, row: 0, .. } if table == "main"),
+    );
+}
+
+/// Snapshots written into a directory: a new snapshot replaces the old one whole (no mix of
+/// generations), a writer that dies half-way leaves the old one readable, and stray
+/// temporary files change nothing.
+pub fn dir_container_snapshots_are_atomic<F: StoreFactory>(f: &F) {
+    let clock = ManualClock::new(77);
+    let root = std::env::temp_dir().join(format!(
+        "sfstate-conformance-dir-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let first = Filled::new(f, &clock, 60, 0);
+    let second = Filled::new(f, &clock, 30, 1_000);
+    let mut dir = sfcs_format::DirContainer::open(&root).expect("open");
+    let pool = Arc::clone(first.store.config().memory_pool());
+    let write = |filled: &Filled<F::Store>, dir: &mut sfcs_format::DirContainer| {
+        crate::snapshot::write_canonical_snapshot(
+            "op",
+            None,
+            &[&filled.main, &filled.side],
+            dir,
+            &pool,
+        )
+        .expect("snapshot")
+    };
+    write(&first, &mut dir);
+    write(&second, &mut dir);
+    // A third writer dies after a few envelopes of the first state.
+    let mut killed = sfcs_format::DirContainer::open(&root).expect("open");
+    killed.begin_generation().expect("begin");
+    let some = first.snapshot("op");
+    for kg in some.key_groups().expect("kgs").into_iter().take(5) {
+        let header = some.get_header(kg).expect("get").expect("header");
+        let chunk = some.get_chunk(kg, 0).expect("get").expect("chunk");
+        killed.put_key_group(kg, &header, &[&chunk]).expect("put");
+    }
+    drop(killed);
+    std::fs::write(root.join(".tmp-stray"), b"junk").expect("stray");
+    let reader = sfcs_format::DirContainer::open(&root).expect("open");
+    let mut target = Filled::new(f, &clock, 10, 5);
+    target
+        .restore("op", &[&reader])
+        .expect("restore the second snapshot");
+    let mut expected = Filled::new(f, &clock, 30, 1_000);
+    target.keys.clone_from(&first.keys);
+    expected.keys.clone_from(&first.keys);
+    assert_eq!(
+        target.state(),
+        expected.state(),
+        "exactly the second snapshot"
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -125,18 +125,22 @@ type Damage = fn(&Path);
 
 /// The backend error inside a trait method's error.
 fn backend(err: &ApiError) -> &typed_store::Error {
-    match err {
-        ApiError::Backend { source } => source
-            .downcast_ref::<typed_store::Error>()
-            .expect("a typed-store error"),
-        other => panic!("expected a backend error, got {other}"),
-    }
+    assert!(
+        matches!(err, ApiError::InvalidNativeSnapshot { .. }),
+        "a damaged checkpoint is an invalid native snapshot: {err}"
+    );
+    crate::util::backend_error(err).expect("a typed-store error")
 }
 
-/// A damaged native checkpoint — missing CURRENT, an empty directory, a flipped byte in an
-/// SST data block, a truncated SST — is refused with a typed error, in place and into a new
+/// A damaged native checkpoint — a truncated RocksDB MANIFEST, a missing checkpoint manifest
+/// (an interrupted checkpoint), an extra file, missing CURRENT, an empty directory, a flipped
+/// byte in an SST data block, a truncated SST — is refused with a typed error, in place and into a new
 /// store, and the target keeps exactly its state.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one table of damages, each checked two ways"
+)]
 fn damaged_checkpoints_are_refused_and_change_nothing() {
     let dir = tempfile::tempdir().expect("tmp");
     let slot = RocksSlot::try_new(32 << 20).expect("slot");
@@ -164,7 +168,31 @@ fn damaged_checkpoints_are_refused_and_change_nothing() {
     );
     let before = read_all(&mut t, &keys);
 
-    let damages: [(&str, Damage); 4] = [
+    let damages: [(&str, Damage); 7] = [
+        ("truncated RocksDB MANIFEST", |d| {
+            let manifest = std::fs::read_dir(d)
+                .expect("read dir")
+                .map(|e| e.expect("entry").path())
+                .find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("MANIFEST-"))
+                })
+                .expect("a MANIFEST");
+            let len = std::fs::metadata(&manifest).expect("meta").len();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&manifest)
+                .expect("open")
+                .set_len(len / 2)
+                .expect("truncate");
+        }),
+        ("no checkpoint manifest (interrupted checkpoint)", |d| {
+            std::fs::remove_file(d.join(typed_store::CHECKPOINT_MANIFEST_FILE)).expect("rm");
+        }),
+        ("an extra file", |d| {
+            std::fs::write(d.join("000999.sst"), b"not an sst").expect("write");
+        }),
         ("missing CURRENT", |d| {
             std::fs::remove_file(d.join("CURRENT")).expect("rm");
         }),

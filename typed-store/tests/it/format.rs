@@ -6,41 +6,15 @@ use std::path::Path;
 use keygroup::{KeyGroup, MaxParallelism};
 use rocksdb::{DB, Options};
 use state_api::{I64Codec, I64F64StrCodec, KeyedStateStore, KeyedTable, ManualClock, TtlConfig};
-use typed_store::{
-    Error, FORMAT_VERSION, META_FORMAT_KEY, META_TABLE_CF_PREFIX, RocksSlot, RocksStore,
-};
+use typed_store::{Error, FORMAT_VERSION, META_FORMAT_KEY, RocksSlot, RocksStore};
 
-use crate::util::{backend_error, full_config, mp128, read_all, write_all};
-
-/// Every (column family, key, value) of the database in `dir`, opened raw.
-fn raw_entries(dir: &Path) -> Vec<(String, Vec<u8>, Vec<u8>)> {
-    let cfs = DB::list_cf(&Options::default(), dir).expect("list");
-    let db = DB::open_cf(&Options::default(), dir, &cfs).expect("open raw");
-    let mut out = Vec::new();
-    for name in &cfs {
-        let cf = db.cf_handle(name).expect("cf");
-        for item in db.iterator_cf(cf, rocksdb::IteratorMode::Start) {
-            let (k, v) = item.expect("item");
-            out.push((name.clone(), k.to_vec(), v.to_vec()));
-        }
-    }
-    out
-}
+use crate::util::{backend_error, full_config, mp128, raw_entries, read_all, table_cf, write_all};
 
 /// Opens the database in `dir` raw and applies `f`.
 fn with_raw(dir: &Path, f: impl FnOnce(&DB)) {
     let cfs = DB::list_cf(&Options::default(), dir).expect("list");
     let db = DB::open_cf(&Options::default(), dir, &cfs).expect("open raw");
     f(&db);
-}
-
-fn table_cf(entries: &[(String, Vec<u8>, Vec<u8>)], table: &str) -> String {
-    let meta = format!("{META_TABLE_CF_PREFIX}{table}");
-    let (_, _, cf) = entries
-        .iter()
-        .find(|(cf, k, _)| cf == "default" && k == meta.as_bytes())
-        .expect("table mapping");
-    String::from_utf8(cf.clone()).expect("utf8")
 }
 
 #[test]

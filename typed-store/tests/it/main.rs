@@ -4,9 +4,13 @@
 mod cache;
 mod checkpoint;
 mod crash;
+mod flink_keys;
 mod flink_vectors;
 mod format;
+mod map;
 mod restore;
 mod slot_sharing;
+mod store_files;
+mod timer;
 mod ttl_compaction;
 mod util;

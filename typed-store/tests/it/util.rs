@@ -1,5 +1,6 @@
 //! Shared helpers: stores in temporary directories, key helpers, bundle helpers.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use keygroup::{KeyGroup, MaxParallelism, compute_key_group_for_key_hash, murmur_hash_bytes};
@@ -60,10 +61,33 @@ pub(crate) fn read_all<T: KeyedTable>(
     out
 }
 
-/// Finds the typed-store error inside a state-api error.
+/// Finds the typed-store error inside a state-api error (the `source` of whichever variant
+/// it was mapped onto).
 pub(crate) fn backend_error(err: &state_api::Error) -> Option<&typed_store::Error> {
-    match err {
-        state_api::Error::Backend { source } => source.downcast_ref::<typed_store::Error>(),
-        _ => None,
+    std::error::Error::source(err)?.downcast_ref::<typed_store::Error>()
+}
+
+/// Every (column family, key, value) of the database in `dir`, opened raw.
+pub(crate) fn raw_entries(dir: &Path) -> Vec<(String, Vec<u8>, Vec<u8>)> {
+    let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), dir).expect("list");
+    let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), dir, &cfs).expect("open raw");
+    let mut out = Vec::new();
+    for name in &cfs {
+        let cf = db.cf_handle(name).expect("cf");
+        for item in db.iterator_cf(cf, rocksdb::IteratorMode::Start) {
+            let (k, v) = item.expect("item");
+            out.push((name.clone(), k.to_vec(), v.to_vec()));
+        }
     }
+    out
+}
+
+/// The column family of `table` according to the store's metadata in `entries`.
+pub(crate) fn table_cf(entries: &[(String, Vec<u8>, Vec<u8>)], table: &str) -> String {
+    let meta = format!("{}{table}", typed_store::META_TABLE_CF_PREFIX);
+    let (_, _, cf) = entries
+        .iter()
+        .find(|(cf, k, _)| cf == "default" && k == meta.as_bytes())
+        .expect("table mapping");
+    String::from_utf8(cf.clone()).expect("utf8")
 }

@@ -1,0 +1,353 @@
+//! The `sfstate-bench` command line: which runs, and how their reports are printed.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+#[cfg(feature = "typed")]
+use typed_store::MemtableOptions;
+
+use crate::backend::Memory;
+#[cfg(feature = "typed")]
+use crate::backend::Typed;
+use crate::e2e::{Mode, RunReport, RunSpec, run};
+use crate::error::{BenchError, BenchResult};
+use crate::workloads::{DEFAULT_EVENTS, DEFAULT_KEYS, GroupAggregate, TopOne, WorkloadId};
+
+/// The usage text.
+pub const USAGE: &str = "\
+sfstate-bench: the end-to-end state benchmark (issue 8 workloads W1, W4)
+
+USAGE: sfstate-bench [OPTIONS]
+
+  --workload LIST      w1,w4 (default: both)
+  --backend LIST       typed,memory (default: both)
+  --parallelism LIST   1,2 (default: both); events routed by key group, one thread per subtask
+  --per-record on|off  also run typed-store per record at parallelism 1 (default: on)
+  --events N           events (default 2000000; the issue's checksums apply at the default)
+  --keys K             distinct keys (default 100000)
+  --bundle B           events per bundle (default 8192)
+  --slot-mib M         typed-store RocksDB slot per subtask (default 128)
+  --pool-mib M         typed-store host memory pool per subtask (default 128)
+  --write-buffer-mib M typed-store write-buffer size (default: the slot's)
+  --inplace on|off     typed-store memtable in-place updates (default: the slot's)
+  --memtable-bloom R   typed-store memtable bloom ratio, 0 = off (default: the slot's)
+  --quick              50000 events, 2000 keys: a check that runs in seconds (CI)
+  --json               print the reports as JSON (one array) instead of the table
+  --dir PATH           where stores and snapshots go (default: the temp directory)
+  --no-progress        no progress bar
+";
+
+/// Parsed options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Workloads to run.
+    pub workloads: Vec<WorkloadId>,
+    /// Run typed-store.
+    pub typed: bool,
+    /// Run memory-store.
+    pub memory: bool,
+    /// Parallelisms.
+    pub parallelisms: Vec<i32>,
+    /// Also run typed-store per record.
+    pub per_record: bool,
+    /// Events.
+    pub events: u64,
+    /// Keys.
+    pub keys: u64,
+    /// Bundle size.
+    pub bundle: usize,
+    /// typed-store slot (MiB).
+    pub slot_mib: u64,
+    /// typed-store pool (MiB).
+    pub pool_mib: usize,
+    /// typed-store write buffer (MiB), `None` for the slot's default.
+    pub write_buffer_mib: Option<u64>,
+    /// typed-store in-place memtable updates, `None` for the slot's default.
+    pub inplace: Option<bool>,
+    /// typed-store memtable bloom ratio, `None` for the slot's default.
+    pub memtable_bloom: Option<f64>,
+    /// JSON output.
+    pub json: bool,
+    /// Working directory.
+    pub dir: PathBuf,
+    /// Progress bar.
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            workloads: vec![WorkloadId::W1, WorkloadId::W4],
+            typed: cfg!(feature = "typed"),
+            memory: true,
+            parallelisms: vec![1, 2],
+            per_record: true,
+            events: DEFAULT_EVENTS,
+            keys: DEFAULT_KEYS,
+            bundle: 8192,
+            slot_mib: 128,
+            pool_mib: 128,
+            write_buffer_mib: None,
+            inplace: None,
+            memtable_bloom: None,
+            json: false,
+            dir: std::env::temp_dir(),
+            progress: true,
+        }
+    }
+}
+
+fn usage(msg: impl Into<String>) -> BenchError {
+    BenchError::Usage(msg.into())
+}
+
+fn number<T: std::str::FromStr>(flag: &str, v: Option<String>) -> BenchResult<T> {
+    v.as_deref()
+        .and_then(|s| s.replace('_', "").parse().ok())
+        .ok_or_else(|| usage(format!("{flag} needs a number")))
+}
+
+/// Parses the arguments after the program name. `Ok(None)` for `--help`.
+///
+/// # Errors
+/// [`BenchError::Usage`] for unknown or malformed arguments.
+pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Options>> {
+    let mut o = Options::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--workload" => {
+                let list = args.next().unwrap_or_default();
+                o.workloads = list
+                    .split(',')
+                    .map(|w| WorkloadId::parse(w).ok_or_else(|| usage(format!("workload {w}"))))
+                    .collect::<BenchResult<_>>()?;
+            }
+            "--backend" => {
+                let list = args.next().unwrap_or_default();
+                o.typed = false;
+                o.memory = false;
+                for b in list.split(',') {
+                    match b {
+                        "typed" | "typed-store" | "rocksdb" => o.typed = true,
+                        "memory" | "memory-store" => o.memory = true,
+                        other => return Err(usage(format!("backend {other}"))),
+                    }
+                }
+            }
+            "--parallelism" => {
+                let list = args.next().unwrap_or_default();
+                o.parallelisms = list
+                    .split(',')
+                    .map(|p| number::<i32>("--parallelism", Some(p.to_owned())))
+                    .collect::<BenchResult<_>>()?;
+                if o.parallelisms.iter().any(|&p| !(1..=128).contains(&p)) {
+                    return Err(usage("parallelism must be in 1..=128"));
+                }
+            }
+            "--per-record" => {
+                o.per_record = match args.next().as_deref() {
+                    Some("on") => true,
+                    Some("off") => false,
+                    _ => return Err(usage("--per-record on|off")),
+                };
+            }
+            "--events" => o.events = number("--events", args.next())?,
+            "--keys" => o.keys = number("--keys", args.next())?,
+            "--bundle" => o.bundle = number("--bundle", args.next())?,
+            "--slot-mib" => o.slot_mib = number("--slot-mib", args.next())?,
+            "--pool-mib" => o.pool_mib = number("--pool-mib", args.next())?,
+            "--write-buffer-mib" => {
+                o.write_buffer_mib = Some(number("--write-buffer-mib", args.next())?);
+            }
+            "--memtable-bloom" => {
+                o.memtable_bloom = Some(number("--memtable-bloom", args.next())?);
+            }
+            "--inplace" => {
+                o.inplace = match args.next().as_deref() {
+                    Some("on") => Some(true),
+                    Some("off") => Some(false),
+                    _ => return Err(usage("--inplace on|off")),
+                };
+            }
+            "--quick" => {
+                o.events = 50_000;
+                o.keys = 2_000;
+            }
+            "--json" => o.json = true,
+            "--no-progress" => o.progress = false,
+            "--dir" => {
+                o.dir = PathBuf::from(args.next().ok_or_else(|| usage("--dir needs a path"))?);
+            }
+            other => return Err(usage(format!("unknown argument {other}"))),
+        }
+    }
+    if o.keys == 0 || o.bundle == 0 {
+        return Err(usage("--keys and --bundle must be positive"));
+    }
+    Ok(Some(o))
+}
+
+/// Runs every run `options` selects, printing each report as it completes (unless JSON),
+/// and returns the reports. Stops at the first failure (a mismatch included).
+///
+/// # Errors
+/// The first run's failure.
+pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
+    #[cfg(feature = "typed")]
+    let memtable = (options.inplace.is_some() || options.memtable_bloom.is_some()).then(|| {
+        let mut m = MemtableOptions::default();
+        if let Some(inplace) = options.inplace {
+            m.inplace_updates = inplace;
+        }
+        if let Some(ratio) = options.memtable_bloom {
+            m.bloom_ratio = ratio;
+        }
+        m
+    });
+    #[cfg(feature = "typed")]
+    let typed = Typed {
+        slot_bytes: options.slot_mib << 20,
+        pool_bytes: options.pool_mib << 20,
+        write_buffer_bytes: options.write_buffer_mib.map(|m| m << 20),
+        memtable,
+    };
+    let progress = options.progress && !options.json && std::io::stderr().is_terminal();
+    let mut reports = Vec::new();
+    if !options.json {
+        println!(
+            "events {} keys {} bundle {} (mini-batch off), max parallelism 128, typed-store slot {} MiB",
+            options.events, options.keys, options.bundle, options.slot_mib
+        );
+        println!("{}", header());
+    }
+    for &workload in &options.workloads {
+        let mut specs: Vec<(bool, RunSpec)> = Vec::new();
+        let spec = |parallelism, mode| RunSpec {
+            events: options.events,
+            keys: options.keys,
+            bundle: options.bundle,
+            parallelism,
+            mode,
+            dir: options.dir.clone(),
+            progress,
+        };
+        for &p in &options.parallelisms {
+            if options.typed {
+                specs.push((true, spec(p, Mode::Bundled)));
+            }
+        }
+        if options.typed && options.per_record {
+            specs.push((true, spec(1, Mode::PerRecord)));
+        }
+        for &p in &options.parallelisms {
+            if options.memory {
+                specs.push((false, spec(p, Mode::Bundled)));
+            }
+        }
+        for (is_typed, spec) in specs {
+            let report = match (workload, is_typed) {
+                #[cfg(feature = "typed")]
+                (WorkloadId::W1, true) => run::<_, GroupAggregate>(&typed, &spec),
+                #[cfg(feature = "typed")]
+                (WorkloadId::W4, true) => run::<_, TopOne>(&typed, &spec),
+                #[cfg(not(feature = "typed"))]
+                (_, true) => Err(BenchError::Usage(
+                    "typed-store is not built in (feature `typed`)".to_owned(),
+                )),
+                (WorkloadId::W1, false) => run::<_, GroupAggregate>(&Memory, &spec),
+                (WorkloadId::W4, false) => run::<_, TopOne>(&Memory, &spec),
+            }?;
+            if !options.json {
+                println!("{}", line(&report));
+            }
+            reports.push(report);
+        }
+    }
+    Ok(reports)
+}
+
+fn mib(bytes: u64) -> String {
+    #[expect(clippy::cast_precision_loss, reason = "display")]
+    let m = bytes as f64 / f64::from(1 << 20);
+    format!("{m:.1}")
+}
+
+/// The table header.
+pub fn header() -> String {
+    format!(
+        "{:<24} {:>6} {:>11} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}  {}",
+        "run",
+        "bundle",
+        "events/s",
+        "+I",
+        "+U",
+        "chk_changelog",
+        "chk_final",
+        "issue",
+        "peakRSS",
+        "poolMiB",
+        "diskMiB",
+        "snap_ms",
+        "snapMiB",
+        "restore3",
+        "verified",
+        "ms gen/begin/proc/commit"
+    )
+}
+
+/// One report as a table line.
+pub fn line(r: &RunReport) -> String {
+    format!(
+        "{:<24} {:>6} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}",
+        r.label(),
+        r.bundle,
+        r.events_per_second,
+        r.rows[0],
+        r.rows[2],
+        r.chk_changelog,
+        r.chk_final,
+        match r.matches_issue {
+            Some(true) => "ok",
+            Some(false) => "FAIL",
+            None => "n/a",
+        },
+        mib(r.peak_rss_bytes),
+        mib(r.pool_bytes),
+        mib(r.disk_bytes),
+        r.snapshot_ms,
+        mib(r.snapshot_bytes),
+        r.restore_ms,
+        if r.restore_verified { "ok" } else { "FAIL" },
+        r.phases.generate_ms,
+        r.phases.begin_ms,
+        r.phases.process_ms,
+        r.phases.commit_ms
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lists_and_quick() {
+        let args = [
+            "--workload",
+            "w4",
+            "--backend",
+            "memory",
+            "--quick",
+            "--json",
+        ];
+        let o = parse(args.iter().map(|s| (*s).to_owned()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.workloads, [WorkloadId::W4]);
+        assert!(o.memory && !o.typed && o.json);
+        assert_eq!((o.events, o.keys), (50_000, 2_000));
+        assert!(parse(["--bogus".to_owned()]).is_err());
+        assert!(parse(["--help".to_owned()]).unwrap().is_none());
+    }
+}

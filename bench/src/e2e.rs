@@ -1,0 +1,583 @@
+//! One end-to-end run: a workload's events through an operator over a backend's keyed table
+//! at parallelism 1 or 2 (one thread per subtask, events routed by key group), then the final
+//! table, a canonical snapshot, and a restore onto 3 subtasks that is verified.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use state_api::keygroup::{
+    BinaryRowWriter, KeyGroup, LogicalType, MaxParallelism, Parallelism, Value,
+    compute_operator_index_for_key_group, decode_row,
+};
+use state_api::sfcs_format::{Container, DirContainer};
+use state_api::{
+    CanonicalTable, KeyedStateStore, KeyedTable, MemoryPool, StoreConfig, UnboundedMemoryPool,
+    decode_canonical_batch, restore_canonical_snapshot, write_canonical_snapshot,
+};
+
+use crate::backend::{Backend, dir_bytes};
+use crate::error::{BenchError, BenchResult};
+use crate::workload::{Changelog, FinalTable, key, value};
+use crate::workloads::{Operator, issue_expected, reference};
+
+/// Flink's default max parallelism for these jobs (key groups 0..128).
+pub const MAX_PARALLELISM: i32 = 128;
+
+/// The table every workload keeps its state in.
+pub const TABLE: &str = "state";
+
+/// Subtasks the snapshot is restored onto.
+pub const RESTORE_PARALLELISM: i32 = 3;
+
+/// How events reach the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Bundles of `bundle` events: one `begin_bundle` naming every key, then get/put per
+    /// event, one commit.
+    Bundled,
+    /// Flink's access pattern: a bundle of one event (one get and one put per event).
+    PerRecord,
+}
+
+impl Mode {
+    /// The mode's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Bundled => "bundled",
+            Mode::PerRecord => "per-record",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// Events (N).
+    pub events: u64,
+    /// Distinct keys (K).
+    pub keys: u64,
+    /// Events per bundle in [`Mode::Bundled`].
+    pub bundle: usize,
+    /// Subtasks (1 or 2; any positive count works).
+    pub parallelism: i32,
+    /// Bundled or per record.
+    pub mode: Mode,
+    /// Where stores and snapshots go (a fresh directory per run is made below it).
+    pub dir: PathBuf,
+    /// Draw a progress bar.
+    pub progress: bool,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// `w1`, `w4`.
+    pub workload: &'static str,
+    /// `typed`, `memory`.
+    pub backend: &'static str,
+    /// `bundled`, `per-record`.
+    pub mode: &'static str,
+    /// Subtasks.
+    pub parallelism: i32,
+    /// Events.
+    pub events: u64,
+    /// Keys.
+    pub keys: u64,
+    /// Events per bundle (1 per record).
+    pub bundle: usize,
+    /// Wall time of the event processing (all subtasks, threads in parallel).
+    pub seconds: f64,
+    /// Events per second.
+    pub events_per_second: f64,
+    /// Output rows per kind, `[+I, -U, +U, -D]`.
+    pub rows: [u64; 4],
+    /// `chk_changelog` as hex.
+    pub chk_changelog: String,
+    /// `chk_final` (from the committed state) as hex.
+    pub chk_final: String,
+    /// Rows of the final table.
+    pub final_rows: u64,
+    /// Whether the checksums equal the issue's values (`None` at a non-default size, where
+    /// only the reference model is compared).
+    pub matches_issue: Option<bool>,
+    /// Peak resident set of the process during the run (`VmHWM`, reset before it).
+    pub peak_rss_bytes: u64,
+    /// Bytes the stores hold from their memory pools after the run.
+    pub pool_bytes: u64,
+    /// Bytes of state on disk after a flush (0 for memory-store).
+    pub disk_bytes: u64,
+    /// Canonical snapshot: wall time, all subtasks.
+    pub snapshot_ms: f64,
+    /// Canonical snapshot: bytes in the containers.
+    pub snapshot_bytes: u64,
+    /// Canonical snapshot: key groups written.
+    pub snapshot_key_groups: usize,
+    /// Restore onto [`RESTORE_PARALLELISM`] subtasks: wall time.
+    pub restore_ms: f64,
+    /// Whether the restored subtasks hold exactly the final table.
+    pub restore_verified: bool,
+    /// Where the subtasks' time went, summed over subtasks.
+    pub phases: Phases,
+}
+
+impl RunReport {
+    /// `workload/backend/mode/pN`.
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{}/{}/p{}",
+            self.workload, self.backend, self.mode, self.parallelism
+        )
+    }
+}
+
+/// Where a subtask's wall time went (bundled mode; per record everything is `process`).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    /// Generating events, building key rows and key groups, routing.
+    pub generate_ms: f64,
+    /// `begin_bundle`: finding misses, the batched read, decoding (hydration).
+    pub begin_ms: f64,
+    /// `get` / operator / `put` per event (working map and operator).
+    pub process_ms: f64,
+    /// `commit_bundle`: encoding the dirty values, the write batch, the RocksDB write.
+    pub commit_ms: f64,
+}
+
+impl Phases {
+    fn add(&mut self, other: &Phases) {
+        self.generate_ms += other.generate_ms;
+        self.begin_ms += other.begin_ms;
+        self.process_ms += other.process_ms;
+        self.commit_ms += other.commit_ms;
+    }
+}
+
+/// One event as a subtask sees it.
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    i: u64,
+    key: u64,
+    value: u64,
+    key_group: KeyGroup,
+    /// The key row's bytes in the bundle's key buffer.
+    start: usize,
+    end: usize,
+}
+
+/// Writes the BIGINT key row of `key` (kind INSERT, Flink's key-selector form) and returns
+/// its key group.
+#[inline]
+fn key_row(writer: &mut BinaryRowWriter, key: u64, mp: MaxParallelism) -> KeyGroup {
+    writer.reset();
+    writer.write_long(0, key.cast_signed());
+    writer.key_group(mp)
+}
+
+/// The subtask that owns each key group at `parallelism`.
+fn owners(mp: MaxParallelism, parallelism: Parallelism) -> Vec<i32> {
+    (0..mp.get())
+        .filter_map(|kg| KeyGroup::new(kg).ok())
+        .map(|kg| compute_operator_index_for_key_group(mp, parallelism, kg))
+        .collect()
+}
+
+fn owner_of(owners: &[i32], kg: KeyGroup) -> i32 {
+    owners.get(kg.index()).copied().unwrap_or(-1)
+}
+
+/// Runs subtask `index`'s share of the events through `O` in bundles.
+fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
+    table: &mut T,
+    spec: &RunSpec,
+    owners: &[i32],
+    index: i32,
+    progress: Option<&ProgressBar>,
+) -> BenchResult<(Changelog, Phases)> {
+    let mp = MaxParallelism::new(MAX_PARALLELISM)?;
+    let mut writer = BinaryRowWriter::new(1);
+    let mut phases = Phases::default();
+    let bundle = spec.bundle.max(1) as u64;
+    let mut rows: Vec<u8> = Vec::with_capacity(spec.bundle * 16);
+    let mut events: Vec<Event> = Vec::with_capacity(spec.bundle);
+    let mut out = Changelog::default();
+    let mut start = 0;
+    while start < spec.events {
+        let end = (start + bundle).min(spec.events);
+        let t0 = Instant::now();
+        rows.clear();
+        events.clear();
+        for i in start..end {
+            let k = key(i, spec.keys);
+            let key_group = key_row(&mut writer, k, mp);
+            if owner_of(owners, key_group) != index {
+                continue;
+            }
+            let at = rows.len();
+            rows.extend_from_slice(writer.row());
+            events.push(Event {
+                i,
+                key: k,
+                value: value(i),
+                key_group,
+                start: at,
+                end: rows.len(),
+            });
+        }
+        let named: Vec<(KeyGroup, &[u8])> = events
+            .iter()
+            .map(|e| (e.key_group, &rows[e.start..e.end]))
+            .collect();
+        let t1 = Instant::now();
+        table.begin_bundle(&named)?;
+        let t2 = Instant::now();
+        for e in &events {
+            let row = &rows[e.start..e.end];
+            let state = table.get(e.key_group, row)?.copied();
+            if let Some(next) = O::on_event(e.i, e.key, e.value, state.as_ref(), &mut out) {
+                table.put(e.key_group, row, next)?;
+            }
+        }
+        let t3 = Instant::now();
+        table.commit_bundle()?;
+        let t4 = Instant::now();
+        phases.generate_ms += millis(t1 - t0);
+        phases.begin_ms += millis(t2 - t1);
+        phases.process_ms += millis(t3 - t2);
+        phases.commit_ms += millis(t4 - t3);
+        if let Some(bar) = progress {
+            bar.inc(end - start);
+        }
+        start = end;
+    }
+    Ok((out, phases))
+}
+
+/// Runs subtask `index`'s share one event per bundle (one get, one put).
+fn run_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
+    table: &mut T,
+    spec: &RunSpec,
+    owners: &[i32],
+    index: i32,
+    progress: Option<&ProgressBar>,
+) -> BenchResult<(Changelog, Phases)> {
+    let mp = MaxParallelism::new(MAX_PARALLELISM)?;
+    let mut writer = BinaryRowWriter::new(1);
+    let mut out = Changelog::default();
+    let started = Instant::now();
+    for i in 0..spec.events {
+        let k = key(i, spec.keys);
+        let key_group = key_row(&mut writer, k, mp);
+        if owner_of(owners, key_group) == index {
+            let row = writer.row();
+            table.begin_bundle(&[(key_group, row)])?;
+            let state = table.get(key_group, row)?.copied();
+            if let Some(next) = O::on_event(i, k, value(i), state.as_ref(), &mut out) {
+                table.put(key_group, row, next)?;
+            }
+            table.commit_bundle()?;
+        }
+        if i % 8192 == 8191
+            && let Some(bar) = progress
+        {
+            bar.inc(8192);
+        }
+    }
+    let phases = Phases {
+        process_ms: millis(started.elapsed()),
+        ..Phases::default()
+    };
+    Ok((out, phases))
+}
+
+/// The final table held by `table`: its committed state, key group by key group.
+fn final_table<O: Operator, T: KeyedTable<Codec = O::Codec> + CanonicalTable>(
+    table: &T,
+) -> BenchResult<FinalTable> {
+    let codec = O::codec();
+    let mut total = FinalTable::default();
+    for key_group in table.key_groups() {
+        let Some(batch) = table.export_key_group(key_group)? else {
+            continue;
+        };
+        let decoded = decode_canonical_batch(&codec, &batch)?;
+        for (row, state) in decoded.keys.iter().zip(&decoded.values) {
+            let key = match decode_row(&[LogicalType::BigInt], row.unwrap_or_default())?.first() {
+                Some(Value::BigInt(k)) => k.cast_unsigned(),
+                _ => {
+                    return Err(BenchError::Usage(
+                        "a state key is not a BIGINT row".to_owned(),
+                    ));
+                }
+            };
+            O::final_row(key, state, &mut total);
+        }
+    }
+    Ok(total)
+}
+
+/// Resets the process's peak RSS (`VmHWM`) to the current RSS (Linux `clear_refs` 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's peak RSS in bytes (`VmHWM` of `/proc/self/status`), 0 where unknown.
+pub fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn check(run: &str, what: &'static str, got: u64, expected: u64) -> BenchResult<()> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(BenchError::Mismatch {
+            run: run.to_owned(),
+            what,
+            got,
+            expected,
+        })
+    }
+}
+
+/// The stores and tables of one parallelism.
+struct Subtasks<S: KeyedStateStore, O: Operator> {
+    stores: Vec<S>,
+    tables: Vec<S::Table<O::Codec>>,
+}
+
+fn open_subtasks<B: Backend, O: Operator>(
+    backend: &B,
+    parallelism: i32,
+    dir: &Path,
+) -> BenchResult<Subtasks<B::Store, O>> {
+    let mp = MaxParallelism::new(MAX_PARALLELISM)?;
+    let p = Parallelism::new(parallelism)?;
+    let mut stores = Vec::new();
+    let mut tables = Vec::new();
+    for index in 0..parallelism {
+        let config = StoreConfig::for_subtask(mp, p, index)?;
+        let mut store = backend.open(config, &dir.join(format!("subtask-{index}")))?;
+        tables.push(store.open_table(TABLE, O::codec(), None)?);
+        stores.push(store);
+    }
+    Ok(Subtasks { stores, tables })
+}
+
+/// Runs `O` on `backend` as `spec` says, checks every checksum against the reference model
+/// (and the issue's values at the default size), snapshots, restores onto 3 subtasks and
+/// verifies the restore.
+///
+/// # Errors
+/// Any backend failure; [`BenchError::Mismatch`] when a result differs from the expected one.
+pub fn run<B, O>(backend: &B, spec: &RunSpec) -> BenchResult<RunReport>
+where
+    B: Backend,
+    O: Operator,
+    <B::Store as KeyedStateStore>::Table<O::Codec>: Send,
+{
+    let run_dir = tempfile::Builder::new()
+        .prefix(&format!(
+            "{}-{}-{}-p{}-",
+            O::ID.name(),
+            backend.name(),
+            spec.mode.name(),
+            spec.parallelism
+        ))
+        .tempdir_in(&spec.dir)?;
+    let mp = MaxParallelism::new(MAX_PARALLELISM)?;
+    let owners = owners(mp, Parallelism::new(spec.parallelism)?);
+    let mut subtasks =
+        open_subtasks::<B, O>(backend, spec.parallelism, &run_dir.path().join("run"))?;
+    let label = format!(
+        "{}/{}/{}/p{}",
+        O::ID.name(),
+        backend.name(),
+        spec.mode.name(),
+        spec.parallelism
+    );
+
+    let progress = spec.progress.then(|| {
+        let bar = ProgressBar::new(spec.events);
+        bar.set_style(
+            ProgressStyle::with_template("{msg:>24} [{bar:40}] {pos}/{len} events {per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(label.clone());
+        bar
+    });
+
+    reset_peak_rss();
+    let started = Instant::now();
+    let results: Vec<BenchResult<(Changelog, Phases)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = subtasks
+            .tables
+            .iter_mut()
+            .zip(0..)
+            .map(|(table, index)| {
+                let owners = &owners;
+                let bar = if index == 0 { progress.as_ref() } else { None };
+                scope.spawn(move || match spec.mode {
+                    Mode::Bundled => run_bundled::<O, _>(table, spec, owners, index, bar),
+                    Mode::PerRecord => run_per_record::<O, _>(table, spec, owners, index, bar),
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(BenchError::Thread)))
+            .collect()
+    });
+    let elapsed = started.elapsed();
+    let peak_rss_bytes = peak_rss();
+    if let Some(bar) = &progress {
+        bar.finish_and_clear();
+    }
+    let mut out = Changelog::default();
+    let mut phases = Phases::default();
+    for result in results {
+        let (changelog, subtask) = result?;
+        out.merge(&changelog);
+        phases.add(&subtask);
+    }
+
+    // The final table, from the committed state of every subtask.
+    let mut final_state = FinalTable::default();
+    for table in &subtasks.tables {
+        final_state.merge(&final_table::<O, _>(table)?);
+    }
+    let pool_bytes = subtasks
+        .stores
+        .iter()
+        .map(|s| s.config().memory_pool().used() as u64)
+        .sum();
+    let mut disk_bytes = 0;
+    for store in &subtasks.stores {
+        disk_bytes += backend.disk_bytes(store, TABLE)?;
+    }
+
+    // Canonical snapshot of every subtask into its own directory container.
+    let snapshot_pool: Arc<dyn MemoryPool> = Arc::new(UnboundedMemoryPool::new());
+    let operator_id = format!("bench-{}", O::ID.name());
+    let mut containers = Vec::new();
+    let mut snapshot_key_groups = 0;
+    let snapshot_started = Instant::now();
+    for (index, table) in subtasks.tables.iter().enumerate() {
+        let mut container = DirContainer::open(run_dir.path().join(format!("snapshot-{index}")))?;
+        let tables: [&dyn CanonicalTable; 1] = [table];
+        let summary =
+            write_canonical_snapshot(&operator_id, None, &tables, &mut container, &snapshot_pool)?;
+        snapshot_key_groups += summary.key_groups;
+        containers.push(container);
+    }
+    let snapshot_ms = millis(snapshot_started.elapsed());
+    let mut snapshot_bytes = 0;
+    for index in 0..containers.len() {
+        snapshot_bytes += dir_bytes(&run_dir.path().join(format!("snapshot-{index}")))?;
+    }
+    drop(subtasks);
+
+    // Restore onto 3 subtasks and verify that together they hold exactly the final table.
+    let mut restored = open_subtasks::<B, O>(
+        backend,
+        RESTORE_PARALLELISM,
+        &run_dir.path().join("restore"),
+    )?;
+    let sources: Vec<&dyn Container> = containers.iter().map(|c| c as &dyn Container).collect();
+    let restore_started = Instant::now();
+    for table in &mut restored.tables {
+        let mut tables: [&mut dyn CanonicalTable; 1] = [table];
+        restore_canonical_snapshot(&operator_id, &sources, &mut tables, &snapshot_pool)?;
+    }
+    let restore_ms = millis(restore_started.elapsed());
+    let mut final_restored = FinalTable::default();
+    for table in &restored.tables {
+        final_restored.merge(&final_table::<O, _>(table)?);
+    }
+    drop(restored);
+
+    // Checks: the reference model, the issue's figures, the restore.
+    let (want_out, want_final) = reference::<O>(spec.events, spec.keys);
+    check(&label, "output rows", out.total(), want_out.total())?;
+    for (got, want) in out.rows.iter().zip(want_out.rows) {
+        check(&label, "output rows of one kind", *got, want)?;
+    }
+    check(&label, "chk_changelog", out.checksum, want_out.checksum)?;
+    check(
+        &label,
+        "chk_final",
+        final_state.checksum,
+        want_final.checksum,
+    )?;
+    check(&label, "final rows", final_state.rows, want_final.rows)?;
+    let matches_issue = issue_expected(O::ID, spec.events, spec.keys).map(|e| {
+        e.rows == out.total()
+            && e.changelog == out.checksum
+            && e.final_checksum == final_state.checksum
+    });
+    if matches_issue == Some(false) {
+        return Err(BenchError::Mismatch {
+            run: label,
+            what: "issue checksums (chk_changelog)",
+            got: out.checksum,
+            expected: issue_expected(O::ID, spec.events, spec.keys).map_or(0, |e| e.changelog),
+        });
+    }
+    check(
+        &label,
+        "restored chk_final",
+        final_restored.checksum,
+        final_state.checksum,
+    )?;
+    check(
+        &label,
+        "restored rows",
+        final_restored.rows,
+        final_state.rows,
+    )?;
+
+    let seconds = elapsed.as_secs_f64();
+    #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+    let events_per_second = spec.events as f64 / seconds.max(1e-9);
+    Ok(RunReport {
+        workload: O::ID.name(),
+        backend: backend.name(),
+        mode: spec.mode.name(),
+        parallelism: spec.parallelism,
+        events: spec.events,
+        keys: spec.keys,
+        bundle: match spec.mode {
+            Mode::Bundled => spec.bundle,
+            Mode::PerRecord => 1,
+        },
+        seconds,
+        events_per_second,
+        rows: out.rows,
+        chk_changelog: format!("{:#018x}", out.checksum),
+        chk_final: format!("{:#018x}", final_state.checksum),
+        final_rows: final_state.rows,
+        matches_issue,
+        peak_rss_bytes,
+        pool_bytes,
+        disk_bytes,
+        snapshot_ms,
+        snapshot_bytes,
+        snapshot_key_groups,
+        restore_ms,
+        restore_verified: true,
+        phases,
+    })
+}

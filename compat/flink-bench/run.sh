@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Runs the end-to-end state benchmark on both engines in the same session, side by side:
+# sfstate-bench (typed-store, memory-store) and real Flink 2.3.0 (EmbeddedRocksDBStateBackend,
+# HashMapStateBackend) on W1 and W4 at parallelism 1 and 2, and prints the ratio per workload,
+# backend and parallelism (medians of the timed runs).
+#
+#   compat/flink-bench/run.sh [--workloads "w1 w4"] [--parallelism "1 2"] [--runs 3]
+#                             [--pairs "typed:rocksdb memory:hashmap"] [--events N] [--keys K]
+#                             [--out DIR]
+# SFSTATE_BENCH=path uses that sfstate-bench binary instead of building it.
+#
+# Before every timed run (either engine) it waits until the CPUs are at least MIN_IDLE (0.85)
+# idle over one second, for at most IDLE_TIMEOUT (120) seconds, and records what it saw.
+# Needs Java 17 (javac, java), python3, unzip; Flink's jars come from $FLINK_LIB, else
+# /work/flink, else the apache-flink-libraries 2.3.0 wheel from PyPI into work/ (~330 MB,
+# never committed).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+WORK="$HERE/work"
+FLINK_VERSION=2.3.0
+WORKLOADS="w1 w4"
+PARALLELISM="1 2"
+PAIRS="typed:rocksdb memory:hashmap"
+RUNS=3
+EVENTS=2000000
+KEYS=100000
+OUT="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ)"
+MIN_IDLE="${MIN_IDLE:-0.85}"
+IDLE_TIMEOUT="${IDLE_TIMEOUT:-120}"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --workloads) WORKLOADS="${2:?}"; shift 2 ;;
+        --parallelism) PARALLELISM="${2:?}"; shift 2 ;;
+        --runs) RUNS="${2:?}"; shift 2 ;;
+        --pairs) PAIRS="${2:?}"; shift 2 ;;
+        --events) EVENTS="${2:?}"; shift 2 ;;
+        --keys) KEYS="${2:?}"; shift 2 ;;
+        --out) OUT="${2:?}"; shift 2 ;;
+        -h|--help) sed -n '2,16p' "$0" | sed 's/^# *//'; exit 0 ;;
+        *) echo "unknown argument: $1" >&2; exit 2 ;;
+    esac
+done
+mkdir -p "$WORK" "$OUT"
+
+# ---------------------------------------------------------------- Flink jars
+if [ -n "${FLINK_LIB:-}" ]; then
+    LIB="$FLINK_LIB"
+elif [ -f /work/flink/pyflink/lib/flink-dist-$FLINK_VERSION.jar ]; then
+    LIB=/work/flink/pyflink/lib
+else
+    LIB="$WORK/pyflink/lib"
+    if [ ! -f "$LIB/flink-dist-$FLINK_VERSION.jar" ]; then
+        if ! ls "$WORK"/apache_flink_libraries-$FLINK_VERSION-*.whl >/dev/null 2>&1; then
+            echo "downloading apache-flink-libraries==$FLINK_VERSION (PyPI) into $WORK" >&2
+            python3 -m pip download --quiet --no-deps "apache-flink-libraries==$FLINK_VERSION" -d "$WORK"
+        fi
+        unzip -q -o "$WORK"/apache_flink_libraries-$FLINK_VERSION-*.whl 'pyflink/lib/*.jar' -d "$WORK"
+    fi
+fi
+CP="$LIB/flink-dist-$FLINK_VERSION.jar"
+for jar in "$LIB"/log4j-*.jar; do CP="$CP:$jar"; done
+
+# ---------------------------------------------------------------- build both
+CLASSES="$WORK/classes"
+rm -rf "$CLASSES" && mkdir -p "$CLASSES"
+javac -nowarn -encoding UTF-8 -d "$CLASSES" -cp "$CP" $(find "$HERE/src" -name '*.java' | sort)
+cat > "$CLASSES/log4j2.properties" <<'LOG'
+rootLogger.level = ERROR
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d %p %c - %m%n
+LOG
+if [ -n "${SFSTATE_BENCH:-}" ]; then
+    BENCH="$SFSTATE_BENCH"
+else
+    (cd "$ROOT" && source scripts/env.sh && cargo build --release --locked -q -p sfstate-bench --bin sfstate-bench)
+    BENCH="${CARGO_TARGET_DIR:-$HOME/.cache/sfstate/target}/release/sfstate-bench"
+fi
+
+# ---------------------------------------------------------------- idle machine
+cpu_idle() { # idle fraction of all CPUs over one second
+    local a b
+    a=($(head -1 /proc/stat)); sleep 1; b=($(head -1 /proc/stat))
+    python3 - "${a[*]}" "${b[*]}" <<'PY'
+import sys
+a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]
+d=[y-x for x,y in zip(a,b)]; print(f"{(d[3]+d[4])/max(1,sum(d)):.2f}")
+PY
+}
+wait_idle() {
+    local idle t=0
+    while :; do
+        idle=$(cpu_idle)
+        if python3 -c "import sys; sys.exit(0 if $idle >= $MIN_IDLE else 1)" || [ $t -ge "$IDLE_TIMEOUT" ]; then
+            echo "$idle"; return
+        fi
+        t=$((t + 1))
+    done
+}
+
+# ---------------------------------------------------------------- runs
+JAVA_OPTS="${JAVA_OPTS:--Xmx2g -XX:+UseParallelGC}"
+echo "results in $OUT" >&2
+for w in $WORKLOADS; do
+    for p in $PARALLELISM; do
+        for pair in $PAIRS; do
+            ours=${pair%%:*} theirs=${pair##*:}
+            echo "== $w p$p: flink $theirs" >&2
+            java $JAVA_OPTS -cp "$CLASSES:$CP" flinkbench.FlinkBench --workload "$w" \
+                --backend "$theirs" --parallelism "$p" --events "$EVENTS" --keys "$KEYS" \
+                --warmup 1 --runs "$RUNS" --min-idle "$MIN_IDLE" --idle-timeout "$IDLE_TIMEOUT" \
+                | tee -a "$OUT/flink.jsonl" >&2
+            for r in $(seq "$RUNS"); do
+                idle=$(wait_idle)
+                echo "== $w p$p: sfstate $ours run $r (idle $idle)" >&2
+                "$BENCH" --workload "$w" --backend "$ours" --parallelism "$p" --per-record off \
+                    --events "$EVENTS" --keys "$KEYS" --json --no-progress \
+                    | python3 -c "import json,sys; [print(json.dumps(dict(r, engine='sfstate', idle=$idle))) for r in json.load(sys.stdin)]" \
+                    | tee -a "$OUT/sfstate.jsonl" >&2
+            done
+        done
+    done
+done
+
+# ---------------------------------------------------------------- ratios
+python3 - "$OUT" <<'PY'
+import json, statistics, sys, os
+out = sys.argv[1]
+flink = [json.loads(l) for l in open(os.path.join(out, "flink.jsonl")) if l.strip()]
+ours = [json.loads(l) for l in open(os.path.join(out, "sfstate.jsonl")) if l.strip()]
+pairs = {"typed": "rocksdb", "memory": "hashmap"}
+print(f"{'workload':8} {'p':>2} {'sfstate backend':16} {'events/s':>11} {'flink backend':14} {'events/s':>11} {'ratio':>6}  checks")
+for w in sorted({r["workload"] for r in ours}):
+    for p in sorted({r["parallelism"] for r in ours}):
+        for b, fb in pairs.items():
+            mine = [r["events_per_second"] for r in ours if (r["workload"], r["parallelism"], r["backend"]) == (w, p, b)]
+            theirs = [r for r in flink if (r["workload"], r["parallelism"], r["backend"]) == (w, p, fb)]
+            timed = [r["events_per_second"] for r in theirs if r["timed"]]
+            if not mine or not timed:
+                continue
+            ok = all(r["ok"] is not False for r in theirs) and all(r.get("matches_issue") is not False for r in ours)
+            m, f = statistics.median(mine), statistics.median(timed)
+            print(f"{w:8} {p:>2} {b:16} {m:>11.0f} {fb:14} {f:>11.0f} {m/f:>5.2f}x  {'ok' if ok else 'FAIL'}")
+PY
