@@ -277,10 +277,11 @@ fn mib(bytes: u64) -> String {
 /// The table header.
 pub fn header() -> String {
     format!(
-        "{:<24} {:>6} {:>11} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}  {}",
+        "{:<24} {:>6} {:>11} {:>11} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}  {}",
         "run",
         "bundle",
         "events/s",
+        "ev/cpu-s",
         "+I",
         "+U",
         "chk_changelog",
@@ -300,10 +301,11 @@ pub fn header() -> String {
 /// One report as a table line.
 pub fn line(r: &RunReport) -> String {
     format!(
-        "{:<24} {:>6} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}",
+        "{:<24} {:>6} {:>11.0} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}",
         r.label(),
         r.bundle,
         r.events_per_second,
+        r.events_per_cpu_second,
         r.rows[0],
         r.rows[2],
         r.chk_changelog,
