@@ -39,6 +39,7 @@ USAGE: sfstate-bench [OPTIONS]
 
 /// Parsed options.
 #[derive(Debug, Clone)]
+#[expect(clippy::struct_excessive_bools, reason = "command-line switches")]
 pub struct Options {
     /// Workloads to run.
     pub workloads: Vec<WorkloadId>,
@@ -101,6 +102,10 @@ fn usage(msg: impl Into<String>) -> BenchError {
     BenchError::Usage(msg.into())
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "takes the argument iterator's item"
+)]
 fn number<T: std::str::FromStr>(flag: &str, v: Option<String>) -> BenchResult<T> {
     v.as_deref()
         .and_then(|s| s.replace('_', "").parse().ok())

@@ -405,6 +405,7 @@ fn open_subtasks<B: Backend, O: Operator>(
 ///
 /// # Errors
 /// Any backend failure; [`BenchError::Mismatch`] when a result differs from the expected one.
+#[expect(clippy::too_many_lines, reason = "one run's steps, in order")]
 pub fn run<B, O>(backend: &B, spec: &RunSpec) -> BenchResult<RunReport>
 where
     B: Backend,
