@@ -2,6 +2,7 @@
 //! and memory-store.
 
 use std::path::Path;
+#[cfg(feature = "typed")]
 use std::sync::Arc;
 
 use memory_store::MemoryStore;

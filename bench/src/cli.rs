@@ -39,6 +39,7 @@ USAGE: sfstate-bench [OPTIONS]
 
 /// Parsed options.
 #[derive(Debug, Clone)]
+#[expect(clippy::struct_excessive_bools, reason = "command-line switches")]
 pub struct Options {
     /// Workloads to run.
     pub workloads: Vec<WorkloadId>,
@@ -101,6 +102,10 @@ fn usage(msg: impl Into<String>) -> BenchError {
     BenchError::Usage(msg.into())
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "takes the argument iterator's item"
+)]
 fn number<T: std::str::FromStr>(flag: &str, v: Option<String>) -> BenchResult<T> {
     v.as_deref()
         .and_then(|s| s.replace('_', "").parse().ok())
@@ -277,10 +282,11 @@ fn mib(bytes: u64) -> String {
 /// The table header.
 pub fn header() -> String {
     format!(
-        "{:<24} {:>6} {:>11} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}  {}",
+        "{:<24} {:>6} {:>11} {:>11} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}  {}",
         "run",
         "bundle",
         "events/s",
+        "ev/cpu-s",
         "+I",
         "+U",
         "chk_changelog",
@@ -300,10 +306,11 @@ pub fn header() -> String {
 /// One report as a table line.
 pub fn line(r: &RunReport) -> String {
     format!(
-        "{:<24} {:>6} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}",
+        "{:<24} {:>6} {:>11.0} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}",
         r.label(),
         r.bundle,
         r.events_per_second,
+        r.events_per_cpu_second,
         r.rows[0],
         r.rows[2],
         r.chk_changelog,

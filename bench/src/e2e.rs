@@ -93,6 +93,8 @@ pub struct RunReport {
     pub seconds: f64,
     /// Events per second.
     pub events_per_second: f64,
+    /// Events per CPU second of the subtask threads.
+    pub events_per_cpu_second: f64,
     /// Output rows per kind, `[+I, -U, +U, -D]`.
     pub rows: [u64; 4],
     /// `chk_changelog` as hex.
@@ -145,6 +147,9 @@ pub struct Phases {
     pub process_ms: f64,
     /// `commit_bundle`: encoding the dirty values, the write batch, the RocksDB write.
     pub commit_ms: f64,
+    /// CPU time of the subtask threads (`/proc/thread-self/schedstat`), robust to a loaded
+    /// machine where wall time is not.
+    pub cpu_ms: f64,
 }
 
 impl Phases {
@@ -153,7 +158,20 @@ impl Phases {
         self.begin_ms += other.begin_ms;
         self.process_ms += other.process_ms;
         self.commit_ms += other.commit_ms;
+        self.cpu_ms += other.cpu_ms;
     }
+}
+
+/// CPU time of the calling thread in milliseconds (0 where `/proc` does not say).
+fn thread_cpu_ms() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0.0, |ns| Duration::from_nanos(ns).as_secs_f64() * 1e3)
 }
 
 /// One event as a subtask sees it.
@@ -200,6 +218,7 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     let mp = MaxParallelism::new(MAX_PARALLELISM)?;
     let mut writer = BinaryRowWriter::new(1);
     let mut phases = Phases::default();
+    let cpu_start = thread_cpu_ms();
     let bundle = spec.bundle.max(1) as u64;
     let mut rows: Vec<u8> = Vec::with_capacity(spec.bundle * 16);
     let mut events: Vec<Event> = Vec::with_capacity(spec.bundle);
@@ -253,6 +272,7 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
         }
         start = end;
     }
+    phases.cpu_ms = thread_cpu_ms() - cpu_start;
     Ok((out, phases))
 }
 
@@ -268,6 +288,7 @@ fn run_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     let mut writer = BinaryRowWriter::new(1);
     let mut out = Changelog::default();
     let started = Instant::now();
+    let cpu_start = thread_cpu_ms();
     for i in 0..spec.events {
         let k = key(i, spec.keys);
         let key_group = key_row(&mut writer, k, mp);
@@ -288,6 +309,7 @@ fn run_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     }
     let phases = Phases {
         process_ms: millis(started.elapsed()),
+        cpu_ms: thread_cpu_ms() - cpu_start,
         ..Phases::default()
     };
     Ok((out, phases))
@@ -383,6 +405,7 @@ fn open_subtasks<B: Backend, O: Operator>(
 ///
 /// # Errors
 /// Any backend failure; [`BenchError::Mismatch`] when a result differs from the expected one.
+#[expect(clippy::too_many_lines, reason = "one run's steps, in order")]
 pub fn run<B, O>(backend: &B, spec: &RunSpec) -> BenchResult<RunReport>
 where
     B: Backend,
@@ -552,6 +575,8 @@ where
     let seconds = elapsed.as_secs_f64();
     #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
     let events_per_second = spec.events as f64 / seconds.max(1e-9);
+    #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+    let events_per_cpu_second = spec.events as f64 * 1e3 / phases.cpu_ms.max(1e-6);
     Ok(RunReport {
         workload: O::ID.name(),
         backend: backend.name(),
@@ -565,6 +590,7 @@ where
         },
         seconds,
         events_per_second,
+        events_per_cpu_second,
         rows: out.rows,
         chk_changelog: format!("{:#018x}", out.checksum),
         chk_final: format!("{:#018x}", final_state.checksum),

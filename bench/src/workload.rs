@@ -11,7 +11,7 @@
 /// The golden-ratio increment of splitmix64 (also the value stream's seed mask).
 pub const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// `splitmix64(x)`: one step of Vigna's SplitMix64 finaliser on `x + GOLDEN`.
+/// `splitmix64(x)`: one step of Vigna's `SplitMix64` finaliser on `x + GOLDEN`.
 pub fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(GOLDEN);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -289,7 +289,11 @@ public final class FlinkBench {
             boolean timed = run >= warmup;
             double idle = timed ? waitIdle(minIdle, idleTimeout) : -1;
             boolean withFinal = run == 0;
+            java.time.Duration cpu0 = ProcessHandle.current().info().totalCpuDuration()
+                    .orElse(java.time.Duration.ZERO);
             JobExecutionResult result = execute(workload, backend, parallelism, events, keys, withFinal);
+            long cpuMs = ProcessHandle.current().info().totalCpuDuration()
+                    .orElse(java.time.Duration.ZERO).minus(cpu0).toMillis();
             long ms = result.getNetRuntime(TimeUnit.MILLISECONDS);
             long changelog = result.<Long>getAccumulatorResult("chk_changelog");
             long inserts = result.<Long>getAccumulatorResult("rows_insert");
@@ -302,10 +306,12 @@ public final class FlinkBench {
             System.out.printf(
                     "{\"engine\":\"flink\",\"workload\":\"%s\",\"backend\":\"%s\",\"parallelism\":%d,"
                             + "\"events\":%d,\"keys\":%d,\"run\":%d,\"timed\":%b,\"idle\":%.2f,"
-                            + "\"net_runtime_ms\":%d,\"events_per_second\":%.0f,\"rows_insert\":%d,"
+                            + "\"net_runtime_ms\":%d,\"events_per_second\":%.0f,\"cpu_ms\":%d,"
+                            + "\"events_per_cpu_second\":%.0f,\"rows_insert\":%d,"
                             + "\"rows_update_after\":%d,\"chk_changelog\":\"0x%016x\",%s\"ok\":%s}%n",
                     workload, backend, parallelism, events, keys, run, timed, idle, ms,
-                    events * 1000.0 / Math.max(1, ms), inserts, updates, changelog,
+                    events * 1000.0 / Math.max(1, ms), cpuMs, events * 1000.0 / Math.max(1, cpuMs),
+                    inserts, updates, changelog,
                     withFinal ? String.format("\"chk_final\":\"0x%016x\",", finalSum) : "",
                     want == null ? "null" : Boolean.toString(ok));
         }
