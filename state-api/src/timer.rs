@@ -68,7 +68,7 @@ pub fn unflip_timestamp(bytes: [u8; 8]) -> i64 {
     i64::from_be_bytes(bytes) ^ i64::MIN
 }
 
-/// The canonical key of a timer (see the [module docs](self)), appended to `out`.
+/// The canonical key of a timer (see [`timer_canonical_schema`]), appended to `out`.
 ///
 /// # Errors
 /// [`Error::Codec`] when the key is longer than `u32::MAX` bytes.
@@ -99,7 +99,22 @@ pub fn timer_fields() -> Fields {
     ])
 }
 
-/// The canonical schema of every timer table.
+/// The canonical schema of every timer table: one section per key group, an Arrow IPC
+/// stream of
+///
+/// ```text
+/// column       type     null  meaning
+/// key          Binary   no    flip(timestamp) i64 BE ‖ key length u32 BE ‖ key ‖ namespace
+/// last_access  Int64    no    always 0 (timers have no TTL)
+/// timestamp    Int64    no    the timer's time, epoch ms
+/// timer_key    Binary   no    the operator key bytes (e.g. Flink BinaryRow serializer bytes)
+/// namespace    Binary   no    the namespace bytes (empty for VoidNamespace)
+/// ```
+///
+/// `flip(t)` is Flink's `MathUtils.flipSignBit` (`t ^ i64::MIN`, see [`flip_timestamp`]), so
+/// the key column sorts like the timestamps; the key length makes it unambiguous whatever the
+/// key and namespace bytes are. A restore checks that the key column equals the encoding of
+/// the three value columns ([`decode_timer_batch`]).
 pub fn timer_canonical_schema() -> SchemaRef {
     canonical_schema(&timer_fields())
 }

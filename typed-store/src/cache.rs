@@ -30,7 +30,10 @@ impl Key {
             Key::Heap(bytes) => bytes,
         }
     }
+}
 
+#[cfg(test)]
+impl Key {
     /// Heap bytes a key of `len` bytes owns (0 when inline).
     pub(crate) fn heap_bytes(len: usize) -> usize {
         if len <= INLINE { 0 } else { len }
@@ -197,6 +200,7 @@ impl<V> WorkingMap<V> {
         self.table.clear();
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.table.len()
     }

@@ -511,12 +511,11 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         self.miss_ends.clear();
         for (kg, key) in keys {
             composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
-            match self.working.get_mut(self.scratch.as_slice()) {
-                Some(slot) => slot.bundle = bundle,
-                None => {
-                    self.miss_bytes.extend_from_slice(&self.scratch);
-                    self.miss_ends.push(self.miss_bytes.len());
-                }
+            if let Some(slot) = self.working.get_mut(self.scratch.as_slice()) {
+                slot.bundle = bundle;
+            } else {
+                self.miss_bytes.extend_from_slice(&self.scratch);
+                self.miss_ends.push(self.miss_bytes.len());
             }
         }
         if !self.miss_ends.is_empty() {

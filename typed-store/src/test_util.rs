@@ -1,5 +1,6 @@
-//! Test support (feature `test-util`, not API-stable): the [`StoreFactory`] of this backend
-//! for the `state-api` conformance suite and for tests that see several backends.
+//! Test support (feature `test-util`, not API-stable): the store factory of this backend
+//! (`state_api::conformance::StoreFactory`) for the `state-api` conformance suite and for tests
+//! that see several backends.
 
 use std::sync::Mutex;
 
