@@ -62,6 +62,10 @@ fn dir_container_corpus() {
 /// Seeds made by the code they exercise: valid inputs of the snapshot-level targets. With
 /// `FUZZ_BLESS=1` they are (re)written into the corpus; otherwise the test checks they are
 /// there, so the corpus cannot silently lose its valid inputs.
+/// Calls of [`generated_seeds`]: each gets its own temporary directory, since tests of this
+/// binary run in parallel and two of them build the seeds.
+static SEED_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn generated_seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     use sfcs_format::{Container, DirContainer, Manifest, ManifestEntry};
 
@@ -106,7 +110,8 @@ fn generated_seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             .encode(),
     ));
     // A real one-key-group directory snapshot, as the dir_container input framing.
-    let dir = std::env::temp_dir().join(format!("sfstate-fuzz-seed-{}", std::process::id()));
+    let call = SEED_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("sfstate-fuzz-seed-{}-{call}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut c = DirContainer::open(&dir).unwrap();
     c.begin_generation().unwrap();
