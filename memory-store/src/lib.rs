@@ -56,7 +56,6 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
-mod key;
 mod map;
 mod store;
 mod table;

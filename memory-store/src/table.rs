@@ -14,7 +14,7 @@ use state_api::{
     decode_canonical_batch, encode_canonical_batch,
 };
 
-use crate::key::Key;
+use state_api::InlineKey as Key;
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (hash-table
 /// control bytes and slack).

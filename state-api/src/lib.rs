@@ -110,6 +110,7 @@ mod bundle;
 mod codec;
 mod context;
 mod error;
+mod inline_key;
 mod map;
 mod memory;
 mod registry;
@@ -130,6 +131,7 @@ pub use bundle::BundlePhase;
 pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
+pub use inline_key::{INLINE_KEY_LEN, InlineKey};
 pub use map::{
     MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, SweepProgress,
     UserKeyRange, full_key_bounds, map_entry_key, prefix_successor,

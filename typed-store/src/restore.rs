@@ -18,6 +18,9 @@ const RESTORE_BATCH_BYTES: usize = 8 << 20;
 /// README's `restore_load` figures); others use write batches.
 const RESTORE_SST_MIN_ROWS: usize = 10_000;
 
+/// Where a restore hands each `(RocksDB key, stored value)` of a staging column family.
+pub(crate) type Sink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
 /// The bulk loader of one staging column family.
 enum Loader<'o> {
     /// Large write batches, WAL off.
@@ -40,7 +43,7 @@ pub(crate) fn load_staging(
     cf_name: &str,
     rows: usize,
     sorted: bool,
-    fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()>,
+    fill: impl FnOnce(&mut Sink<'_>) -> Result<()>,
 ) -> Result<()> {
     let st = shared.read();
     let cf = st.cf(cf_name)?;

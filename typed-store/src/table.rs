@@ -7,9 +7,7 @@ use std::sync::atomic::Ordering;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
-use rocksdb::{
-    BoundColumnFamily, IngestExternalFileOptions, ReadOptions, SstFileWriter, WriteBatch,
-};
+use rocksdb::{ReadOptions, WriteBatch};
 use state_api::{
     CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, Result, StoreConfig, TableStats,
     TtlConfig, TtlUpdateType, TtlVisibility, ValueCodec, canonical_schema, decode_canonical_batch,
@@ -19,85 +17,8 @@ use state_api::{
 use crate::cache::{Key, WorkingMap};
 use crate::error::{Error as RocksError, rocks_api};
 use crate::format::{RowCodec, composite_key, key_group_upper_bound, prefix_bytes, split_value};
-use crate::store::{DbState, Shared};
-
-/// Bytes of one restore write batch before it is written (large batches amortise the write
-/// path; bounded so staging memory stays bounded).
-const RESTORE_BATCH_BYTES: usize = 8 << 20;
-
-/// Restores of at least this many rows (per table) are bulk-loaded by writing one SST file
-/// and ingesting it; smaller ones with write batches (see the README's `restore_load`
-/// figures).
-const RESTORE_SST_MIN_ROWS: usize = 10_000;
-
-/// The bulk loader of a canonical restore into a staging column family.
-enum Loader<'o> {
-    /// Large write batches, WAL off.
-    Batch(WriteBatch),
-    /// One SST file (keys arrive ascending), ingested (moved) at the end.
-    Sst {
-        writer: SstFileWriter<'o>,
-        path: std::path::PathBuf,
-    },
-}
-
-impl Loader<'_> {
-    fn put(
-        &mut self,
-        st: &DbState,
-        cf: &Arc<BoundColumnFamily<'_>>,
-        shared: &Shared,
-        key: &[u8],
-        value: &[u8],
-    ) -> Result<()> {
-        match self {
-            Loader::Batch(batch) => {
-                batch.put_cf(cf, key, value);
-                if batch.size_in_bytes() >= RESTORE_BATCH_BYTES {
-                    st.db
-                        .write_opt(std::mem::take(batch), &shared.write_options)
-                        .map_err(rocks_api("restore load"))?;
-                }
-                Ok(())
-            }
-            Loader::Sst { writer, .. } => writer.put(key, value).map_err(rocks_api("restore SST")),
-        }
-    }
-
-    fn finish(self, st: &DbState, cf: &Arc<BoundColumnFamily<'_>>, shared: &Shared) -> Result<()> {
-        match self {
-            Loader::Batch(batch) => {
-                if !batch.is_empty() {
-                    st.db
-                        .write_opt(batch, &shared.write_options)
-                        .map_err(rocks_api("restore load"))?;
-                }
-                Ok(())
-            }
-            Loader::Sst { mut writer, path } => {
-                let result = writer
-                    .finish()
-                    .map_err(rocks_api("restore SST finish"))
-                    .and_then(|()| {
-                        let mut options = IngestExternalFileOptions::default();
-                        options.set_move_files(true);
-                        st.db
-                            .ingest_external_file_cf_opts(cf, &options, vec![&path])
-                            .map_err(rocks_api("restore SST ingest"))
-                    });
-                let _ = std::fs::remove_file(&path);
-                result
-            }
-        }
-    }
-
-    fn discard(self) {
-        if let Loader::Sst { path, writer } = self {
-            drop(writer);
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
+use crate::restore::{Sink, load_staging};
+use crate::store::Shared;
 
 /// When the pool refuses a cache admission, clean entries not used in the open bundle are
 /// evicted until about this fraction (1/N) of the cache's bytes is free again.
@@ -898,36 +819,21 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
 
 impl<C: ValueCodec> RocksKeyedTable<C> {
     /// Decodes every section once, re-encodes the values to the stored layout and hands the
-    /// entries, in ascending RocksDB key order, to the chosen bulk loader.
+    /// entries, in ascending RocksDB key order, to the shared bulk loader
+    /// ([`load_staging`]: write batches, or one ingested SST file for large restores).
     fn fill_staging(&self, cf_name: &str, batches: &[(KeyGroup, RecordBatch)]) -> Result<()> {
-        let st = self.shared.read();
-        let cf = st.cf(cf_name)?;
         let mut ordered: Vec<&(KeyGroup, RecordBatch)> = batches.iter().collect();
         ordered.sort_by_key(|(kg, _)| *kg);
         let rows: usize = ordered.iter().map(|(_, b)| b.num_rows()).sum();
-        let mut loader = if rows >= RESTORE_SST_MIN_ROWS {
-            let path = self.shared.staging_file(cf_name);
-            let writer = SstFileWriter::create(&self.shared.sst_options);
-            writer.open(&path).map_err(rocks_api("restore SST open"))?;
-            Loader::Sst { writer, path }
-        } else {
-            Loader::Batch(WriteBatch::default())
-        };
-        match self.load_batches(&ordered, &mut loader, &st, &cf) {
-            Ok(()) => loader.finish(&st, &cf, &self.shared),
-            Err(e) => {
-                loader.discard();
-                Err(e)
-            }
-        }
+        load_staging(&self.shared, cf_name, rows, true, |sink| {
+            self.load_batches(&ordered, sink)
+        })
     }
 
     fn load_batches(
         &self,
         ordered: &[&(KeyGroup, RecordBatch)],
-        loader: &mut Loader<'_>,
-        st: &DbState,
-        cf: &Arc<BoundColumnFamily<'_>>,
+        sink: &mut Sink<'_>,
     ) -> Result<()> {
         let mut key = Vec::new();
         let mut failure = None;
@@ -965,7 +871,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
                     self.prefix_bytes,
                     decoded.keys.value(i),
                 );
-                if let Err(e) = loader.put(st, cf, &self.shared, &key, value) {
+                if let Err(e) = sink(&key, value) {
                     failure = Some(e);
                 }
             })?;
