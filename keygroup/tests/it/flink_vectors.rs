@@ -25,7 +25,7 @@ use crate::util::{Line, check_eq, hex, unhex};
 /// `$FLINK_VECTORS_DIR`, or the committed copy. A relative path is taken from the workspace
 /// root (cargo runs tests from the crate directory, not from where it was invoked).
 fn vectors_dir() -> PathBuf {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let root = crate::util::workspace_root();
     std::env::var_os("FLINK_VECTORS_DIR")
         .map_or_else(|| root.join("testdata/flink-vectors"), |dir| root.join(dir))
 }
@@ -43,10 +43,7 @@ fn flink_vectors() {
 /// wide rows, every TIMESTAMP precision, surrogate pairs, NaN payloads.
 #[test]
 fn flink_vectors_oracle_extended_set() {
-    check_dir(&PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../testdata/flink-vectors-oracle"
-    )));
+    check_dir(&crate::util::workspace_root().join("testdata/flink-vectors-oracle"));
 }
 
 fn check_dir(dir: &Path) {

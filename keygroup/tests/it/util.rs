@@ -138,3 +138,15 @@ impl<'a> Line<'a> {
         }
     }
 }
+
+/// The workspace root. Cargo and nextest set `CARGO_MANIFEST_DIR` when they run a test, so a
+/// test binary built in another checkout (and still fresh by mtime) reads this checkout's
+/// fixtures; the compile-time value is the fallback for a binary run by hand.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(
+            || env!("CARGO_MANIFEST_DIR").into(),
+            std::path::PathBuf::from,
+        )
+        .join("..")
+}

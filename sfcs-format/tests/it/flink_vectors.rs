@@ -13,7 +13,7 @@ use crate::util::{splitmix_bytes, unhex};
 /// `$FLINK_VECTORS_DIR`, or the committed copy. A relative path is taken from the workspace
 /// root (cargo runs tests from the crate directory, not from where it was invoked).
 fn vectors_dir() -> PathBuf {
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let root = crate::util::workspace_root();
     std::env::var_os("FLINK_VECTORS_DIR")
         .map_or_else(|| root.join("testdata/flink-vectors"), |dir| root.join(dir))
 }
@@ -76,10 +76,7 @@ fn crc32c_equals_java_on_flink_vectors() {
 /// The extended set the project's own oracle made on Java 17 (`compat/flink-oracle`).
 #[test]
 fn crc32c_equals_java_on_flink_vectors_oracle_extended_set() {
-    check_dir(&PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../testdata/flink-vectors-oracle"
-    )));
+    check_dir(&crate::util::workspace_root().join("testdata/flink-vectors-oracle"));
 }
 
 fn check_dir(dir: &std::path::Path) {

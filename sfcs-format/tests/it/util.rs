@@ -35,3 +35,15 @@ pub(crate) fn unhex(s: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
         .collect()
 }
+
+/// The workspace root. Cargo and nextest set `CARGO_MANIFEST_DIR` when they run a test, so a
+/// test binary built in another checkout (and still fresh by mtime) reads this checkout's
+/// fixtures; the compile-time value is the fallback for a binary run by hand.
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(
+            || env!("CARGO_MANIFEST_DIR").into(),
+            std::path::PathBuf::from,
+        )
+        .join("..")
+}
