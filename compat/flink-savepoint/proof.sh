@@ -36,11 +36,23 @@ TOOL="$HERE/tool/run.sh"
 
 # ---------------------------------------------------------------- Rust side
 source "$ROOT/scripts/env.sh"
-(cd "$ROOT" && cargo build --release -q -p flink-savepoint --bins)
-# The store example links state-api and memory-store (Arrow): the dev profile builds faster.
-(cd "$ROOT" && cargo build -q -p flink-savepoint --example store_roundtrip)
-BIN="$CARGO_TARGET_DIR/release"
-STORE="$CARGO_TARGET_DIR/debug/examples/store_roundtrip"
+# SFSP_BIN_DIR: a directory already holding release builds of write-savepoint and
+# read-savepoint (skips building them here).
+if [[ -n "${SFSP_BIN_DIR:-}" ]]; then
+    BIN="$SFSP_BIN_DIR"
+else
+    (cd "$ROOT" && cargo build --release -q -p flink-savepoint --bins)
+    BIN="$CARGO_TARGET_DIR/release"
+fi
+# The store example links memory-store and typed-store (Arrow, RocksDB): the dev profile
+# builds faster.
+# SFSP_STORE_BIN: an already built savepoint_roundtrip example (skips building it here).
+if [[ -n "${SFSP_STORE_BIN:-}" ]]; then
+    STORE="$SFSP_STORE_BIN"
+else
+    (cd "$ROOT" && cargo build -q -p typed-store --example savepoint_roundtrip)
+    STORE="$CARGO_TARGET_DIR/debug/examples/savepoint_roundtrip"
+fi
 SAMPLES="$ROOT/testdata/flink-savepoints"
 
 PASS=0; FAIL=0
@@ -103,20 +115,37 @@ row "Rust reads Flink's inline rocksdb resavepoint of w-utf8" \
 row "Rust-written content equals the original Flink sample (multichunk)" \
     "$BIN/read-savepoint" "$R/w-multichunk" --uid native-op --expect "$SAMPLES/p2-rocksdb-files-mp256-multichunk/manifest.json"
 
-# 5. A memory-store table's canonical snapshot (Arrow IPC sections, 5000 rows over 256 key
-#    groups) -> Rust savepoint -> Flink on both backends at another parallelism -> Flink's own
-#    savepoint -> memory-store tables restored straight from it at yet another parallelism.
-row "memory-store table -> canonical snapshot container" "$STORE" snapshot --out "$R/c-store"
-row "write-savepoint of the store snapshot M=256 P=2" \
+# 5. The same table (5000 rows over 256 key groups) on either sfstate backend: its canonical
+#    snapshot (Arrow IPC sections) -> Rust savepoint -> Flink on both backends at another
+#    parallelism -> Flink's own savepoint -> a table of the OTHER sfstate backend (and of the
+#    same one) restored straight from it at yet another parallelism, every row checked.
+row "memory-store table -> canonical snapshot container" "$STORE" snapshot --backend memory --out "$R/c-store"
+row "typed-store (RocksDB) table -> canonical snapshot container" "$STORE" snapshot --backend typed --out "$R/c-store-typed"
+row "the two backends' canonical snapshots are byte-identical" diff -r "$R/c-store" "$R/c-store-typed"
+row "write-savepoint of the memory-store snapshot M=256 P=2" \
     "$BIN/write-savepoint" --from "$R/c-store" --uid store-op --max-parallelism 256 --parallelism 2 --out "$R/w-store"
+row "write-savepoint of the typed-store snapshot M=256 P=3 (v3)" \
+    "$BIN/write-savepoint" --from "$R/c-store-typed" --uid typed-op --max-parallelism 256 --parallelism 3 --out "$R/w-store-typed" --metadata-version 3
 row "Flink rocksdb P=3 restores w-store (written at P=2), resavepoint" \
     check "$R/w-store" --parallelism 3 --backend rocksdb --expect "$R/w-store/manifest.json" --resavepoint "$R/f-store-rocksdb"
 row "Flink hashmap P=1 restores w-store (written at P=2), resavepoint with Snappy" \
     check "$R/w-store" --parallelism 1 --backend hashmap --expect "$R/w-store/manifest.json" --resavepoint "$R/f-store-hashmap" --resavepoint-compression
-row "memory-store restores every row at P=4 from Flink's rocksdb savepoint" \
-    "$STORE" restore --from "$R/f-store-rocksdb" --uid store-op --parallelism 4
-row "memory-store restores every row at P=2 from Flink's hashmap+Snappy savepoint" \
-    "$STORE" restore --from "$R/f-store-hashmap" --uid store-op --parallelism 2
+row "Flink hashmap P=2 restores w-store-typed (written at P=3), resavepoint" \
+    check "$R/w-store-typed" --parallelism 2 --backend hashmap --expect "$R/w-store-typed/manifest.json" --resavepoint "$R/f-typed-hashmap"
+row "Flink rocksdb P=4 restores w-store-typed (written at P=3), resavepoint inline" \
+    check "$R/w-store-typed" --parallelism 4 --backend rocksdb --expect "$R/w-store-typed/manifest.json" --resavepoint "$R/f-typed-rocksdb" --resavepoint-storage inline
+row "memory-store -> Flink rocksdb -> typed-store: every row at P=4" \
+    "$STORE" restore --backend typed --from "$R/f-store-rocksdb" --uid store-op --parallelism 4
+row "memory-store -> Flink hashmap+Snappy -> typed-store: every row at P=2" \
+    "$STORE" restore --backend typed --from "$R/f-store-hashmap" --uid store-op --parallelism 2
+row "typed-store -> Flink hashmap -> memory-store: every row at P=1" \
+    "$STORE" restore --backend memory --from "$R/f-typed-hashmap" --uid typed-op --parallelism 1
+row "typed-store -> Flink rocksdb inline -> memory-store: every row at P=3" \
+    "$STORE" restore --backend memory --from "$R/f-typed-rocksdb" --uid typed-op --parallelism 3
+row "memory-store -> Flink rocksdb -> memory-store: every row at P=4" \
+    "$STORE" restore --backend memory --from "$R/f-store-rocksdb" --uid store-op --parallelism 4
+row "typed-store -> Flink hashmap -> typed-store: every row at P=5" \
+    "$STORE" restore --backend typed --from "$R/f-typed-hashmap" --uid typed-op --parallelism 5
 
 # 6. Damage is caught: a flipped payload byte in a Rust-written state file fails Flink's
 #    restore-check and the Rust reader.

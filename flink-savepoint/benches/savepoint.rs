@@ -4,9 +4,14 @@
 //! `SFSP_BENCH_MIB` sets the snapshot size (default 256 MiB: 64 key groups of 4 MiB - 1 KiB
 //! payloads plus smaller ones, every chunk boundary exercised).
 //!
+//! `SFSP_BENCH_SOURCE=dir` makes the snapshot an on-disk `sfcs_format::DirContainer` (in
+//! `SFSP_BENCH_DIR`, default the temp dir) instead of a `MemoryContainer`, so the process
+//! holds no copy of the snapshot and its peak RSS is the writer's and reader's own memory
+//! (plus one key group's payload while the snapshot is generated).
+//!
 //! ```sh
 //! cargo bench -p flink-savepoint --bench savepoint
-//! SFSP_BENCH_MIB=1024 cargo bench -p flink-savepoint --bench savepoint
+//! SFSP_BENCH_MIB=1024 SFSP_BENCH_SOURCE=dir cargo bench -p flink-savepoint --bench savepoint
 //! ```
 
 use std::fs::File;
@@ -18,17 +23,23 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use flink_savepoint::{OperatorSelector, SavepointReader, WriteOptions, write_savepoint};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sfcs_format::{CHUNK_SIZE, MemoryContainer};
+use sfcs_format::{CHUNK_SIZE, Container, DirContainer, Manifest, ManifestEntry, MemoryContainer};
 
 const KEY_GROUPS: u32 = 128;
 
-/// A seeded snapshot of about `mib` MiB over `KEY_GROUPS` key groups.
-fn snapshot(mib: usize) -> (MemoryContainer, u64) {
+/// A seeded snapshot of about `mib` MiB over `KEY_GROUPS` key groups, in memory or (with
+/// `dir`) committed to a directory container there.
+fn snapshot(mib: usize, dir: Option<&Path>) -> (Box<dyn Container>, u64) {
     let mut rng = StdRng::seed_from_u64(42);
     let per_kg = mib * 1024 * 1024 / KEY_GROUPS as usize;
     let mut block = vec![0_u8; CHUNK_SIZE];
     rng.fill(&mut block[..]);
-    let mut container = MemoryContainer::new();
+    let mut container: Box<dyn Container> = match dir {
+        Some(dir) => Box::new(DirContainer::open(dir).unwrap()),
+        None => Box::new(MemoryContainer::new()),
+    };
+    container.begin_generation().unwrap();
+    let mut entries = Vec::new();
     let mut total = 0;
     for kg in 0..KEY_GROUPS {
         let len = per_kg - usize::try_from(kg).unwrap() * 7;
@@ -39,9 +50,14 @@ fn snapshot(mib: usize) -> (MemoryContainer, u64) {
             .skip(usize::try_from(kg).unwrap())
             .take(len)
             .collect();
-        sfcs_format::write_envelope(&mut container, kg, "group aggregate", None, &payload).unwrap();
+        let header =
+            sfcs_format::write_envelope(&mut *container, kg, "group aggregate", None, &payload)
+                .unwrap();
+        entries.push(ManifestEntry::for_header(kg, &header));
         total += len as u64;
     }
+    let manifest = Manifest::try_new("group aggregate", 256, 0, 256, 1, entries).unwrap();
+    container.commit_generation(&manifest.encode()).unwrap();
     (container, total)
 }
 
@@ -55,11 +71,13 @@ fn bench(c: &mut Criterion) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(256);
-    let (container, bytes) = snapshot(mib);
     let tmp = tempfile::tempdir_in(
         std::env::var_os("SFSP_BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
     )
     .unwrap();
+    let on_disk = std::env::var("SFSP_BENCH_SOURCE").is_ok_and(|s| s == "dir");
+    let source_dir = tmp.path().join("source");
+    let (container, bytes) = snapshot(mib, on_disk.then_some(source_dir.as_path()));
     // The plain file of the same bytes, for the copy baseline.
     let plain = tmp.path().join("plain");
     {
@@ -81,7 +99,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             n += 1;
             let out = tmp.path().join(format!("sp-{n}"));
-            write_savepoint(&container, &out, &options).unwrap();
+            write_savepoint(&*container, &out, &options).unwrap();
             std::fs::remove_dir_all(&out).unwrap();
         });
     });
@@ -93,7 +111,7 @@ fn bench(c: &mut Criterion) {
         });
     });
     let sp = tmp.path().join("sp-read");
-    write_savepoint(&container, &sp, &options).unwrap();
+    write_savepoint(&*container, &sp, &options).unwrap();
     let selector = OperatorSelector::Uid("native-op".into());
     group.bench_function("read/savepoint_verify", |b| {
         b.iter(|| {

@@ -7,8 +7,10 @@
 //! a typed error.
 
 mod restore;
+mod savepoint;
 
 pub use restore::{canonical_restore, dir_container, manifest_decode, pristine_section};
+pub use savepoint::{savepoint_metadata, savepoint_seeds};
 
 use arbitrary::{Arbitrary, Unstructured};
 use sfcs_format::{Container, Header, MemoryContainer, SectionWriter, Sections};

@@ -55,6 +55,37 @@ fn manifest_decode_corpus() {
 }
 
 #[test]
+fn savepoint_metadata_corpus() {
+    run_corpus("savepoint_metadata", sfstate_fuzz::savepoint_metadata);
+}
+
+/// The `savepoint_metadata` seeds (committed Flink `_metadata` files, the samples unedited
+/// and edited) are in its corpus exactly as their generator makes them (`FUZZ_BLESS=1`
+/// writes them); each is also run.
+#[test]
+fn savepoint_seeds_are_in_the_corpus() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/savepoint_metadata");
+    let seeds = sfstate_fuzz::savepoint_seeds();
+    for (name, bytes) in &seeds {
+        let path = dir.join(name);
+        if std::env::var_os("FUZZ_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let stored = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (FUZZ_BLESS=1 writes it)", path.display()));
+        assert_eq!(
+            &stored,
+            bytes,
+            "{} differs from its generator",
+            path.display()
+        );
+        sfstate_fuzz::savepoint_metadata(bytes);
+    }
+    println!("savepoint_metadata: {} generated seeds", seeds.len());
+}
+
+#[test]
 fn dir_container_corpus() {
     run_corpus("dir_container", sfstate_fuzz::dir_container);
 }

@@ -9,6 +9,7 @@ mod flink_vectors;
 mod format;
 mod map;
 mod restore;
+mod savepoint;
 mod slot_sharing;
 mod store_files;
 mod timer;
