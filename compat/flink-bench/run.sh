@@ -59,8 +59,16 @@ else
         unzip -q -o "$WORK"/apache_flink_libraries-$FLINK_VERSION-*.whl 'pyflink/lib/*.jar' -d "$WORK"
     fi
 fi
-CP="$LIB/flink-dist-$FLINK_VERSION.jar"
-for jar in "$LIB"/log4j-*.jar; do CP="$CP:$jar"; done
+# W2-W4 are SQL: the planner proper is nested inside the planner loader.
+PLANNER="$WORK/flink-table-planner.jar"
+if [ -f /work/flink/flink-table-planner.jar ] && [ -z "${FLINK_LIB:-}" ]; then
+    PLANNER=/work/flink/flink-table-planner.jar
+elif [ ! -f "$PLANNER" ]; then
+    unzip -q -o "$LIB/flink-table-planner-loader-$FLINK_VERSION.jar" flink-table-planner.jar -d "$WORK"
+fi
+CP="$LIB/flink-dist-$FLINK_VERSION.jar:$LIB/flink-table-runtime-$FLINK_VERSION.jar"
+CP="$CP:$LIB/flink-table-api-java-uber-$FLINK_VERSION.jar:$PLANNER:$LIB/flink-cep-$FLINK_VERSION.jar"
+for jar in "$LIB"/log4j-api-*.jar "$LIB"/log4j-core-*.jar "$LIB"/log4j-slf4j-impl-*.jar; do CP="$CP:$jar"; done
 
 # ---------------------------------------------------------------- build both
 CLASSES="$WORK/classes"
