@@ -124,6 +124,11 @@ pub struct RunReport {
     pub restore_verified: bool,
     /// Where the subtasks' time went, summed over subtasks.
     pub phases: Phases,
+    /// W1 / W4: keys the bundles' batched reads asked the backend for (hydration misses),
+    /// summed over subtasks; `None` for the operator runs (W2, W3).
+    pub hydrated_keys: Option<u64>,
+    /// W1 / W4: keys written by the commits, summed over subtasks.
+    pub written_keys: Option<u64>,
 }
 
 impl RunReport {
@@ -491,6 +496,9 @@ where
     for table in &subtasks.tables {
         final_state.merge(&final_table::<O, _>(table)?);
     }
+    let stats: Vec<state_api::TableStats> = subtasks.tables.iter().map(KeyedTable::stats).collect();
+    let hydrated_keys = stats.iter().map(|s| s.hydrated_keys).sum();
+    let written_keys = stats.iter().map(|s| s.written_keys).sum();
     let pool_bytes = subtasks
         .stores
         .iter()
@@ -616,5 +624,7 @@ where
         restore_ms,
         restore_verified: true,
         phases,
+        hydrated_keys: Some(hydrated_keys),
+        written_keys: Some(written_keys),
     })
 }

@@ -739,6 +739,8 @@ where
         restore_ms,
         restore_verified: true,
         phases,
+        hydrated_keys: None,
+        written_keys: None,
     })
 }
 

@@ -198,19 +198,20 @@ public final class FlinkBench {
     }
 
     /** Waits (at most timeoutSeconds) until the machine's CPUs are at least minIdle idle over
-     * a one-second window (/proc/stat); returns the idle fraction seen last. */
-    static double waitIdle(double minIdle, int timeoutSeconds) throws Exception {
+     * a one-second window (/proc/stat) and the 1-minute load average is at most maxLoad;
+     * returns the idle fraction seen last. */
+    static double waitIdle(double minIdle, double maxLoad, int timeoutSeconds) throws Exception {
         Path stat = Path.of("/proc/stat");
         if (!Files.exists(stat)) {
             return 1.0;
         }
         double idle = 0;
-        for (int t = 0; t < timeoutSeconds; t++) {
+        for (int t = 0; t < Math.max(1, timeoutSeconds); t++) {
             long[] a = cpu(stat);
             Thread.sleep(1000);
             long[] b = cpu(stat);
             idle = (double) (b[0] - a[0]) / Math.max(1, b[1] - a[1]);
-            if (idle >= minIdle) {
+            if (idle >= minIdle && load1() <= maxLoad) {
                 break;
             }
         }
@@ -236,6 +237,7 @@ public final class FlinkBench {
         int warmup = 1;
         int runs = 3;
         double minIdle = 0.85;
+        double maxLoad = 1.0;
         int idleTimeout = 120;
         for (int a = 0; a < args.length; a++) {
             switch (args[a]) {
@@ -247,6 +249,7 @@ public final class FlinkBench {
                 case "--warmup" -> warmup = Integer.parseInt(args[++a]);
                 case "--runs" -> runs = Integer.parseInt(args[++a]);
                 case "--min-idle" -> minIdle = Double.parseDouble(args[++a]);
+                case "--max-load" -> maxLoad = Double.parseDouble(args[++a]);
                 case "--idle-timeout" -> idleTimeout = Integer.parseInt(args[++a]);
                 default -> throw new IllegalArgumentException("unknown argument " + args[a]);
             }
@@ -262,7 +265,7 @@ public final class FlinkBench {
         // Run 0 is the warm-up; it also computes chk_final (untimed check run).
         for (int run = 0; run < warmup + runs; run++) {
             boolean timed = run >= warmup;
-            double idle = timed ? waitIdle(minIdle, idleTimeout) : -1;
+            double idle = timed ? waitIdle(minIdle, maxLoad, idleTimeout) : -1;
             boolean withFinal = run == 0;
             java.time.Duration cpu0 = ProcessHandle.current().info().totalCpuDuration()
                     .orElse(java.time.Duration.ZERO);
