@@ -180,20 +180,19 @@ impl Sink {
     }
 
     fn final_table(&self, workload: WorkloadId) -> FinalTable {
-        match workload {
-            WorkloadId::W3 => FinalTable {
-                rows: self.out.rows[0] + self.out.rows[2] - self.out.rows[1] - self.out.rows[3],
+        if workload == WorkloadId::W3 {
+            return FinalTable {
+                rows: (self.out.rows[0] + self.out.rows[2])
+                    .saturating_sub(self.out.rows[1] + self.out.rows[3]),
                 checksum: self.out.checksum,
-            },
-            _ => {
-                let mut t = FinalTable::default();
-                for h in self.last.values() {
-                    t.rows += 1;
-                    t.checksum = t.checksum.wrapping_add(*h);
-                }
-                t
-            }
+            };
         }
+        let mut t = FinalTable::default();
+        for h in self.last.values() {
+            t.rows += 1;
+            t.checksum = t.checksum.wrapping_add(*h);
+        }
+        t
     }
 }
 
@@ -361,6 +360,9 @@ fn run_join<S: MapStateStore>(
 
 /// The reference model of W2: per subtask, bundles of `bundle` owned events, one `+I`/`+U`
 /// per key touched in a bundle carrying the key's aggregate after the bundle.
+///
+/// # Errors
+/// A parallelism outside Flink's range.
 pub fn reference_w2(
     events: u64,
     keys: u64,
@@ -465,9 +467,9 @@ fn probe_w2<S: MapStateStore>(
     }
     let mut table = FinalTable::default();
     for (op, ks) in ops.iter_mut().zip(per) {
-        let Op::Group(g) = op else { continue };
+        let Op::Group(group) = op else { continue };
         let zeros = vec![0; ks.len()];
-        let out = g.process_bundle(&batch_of(&schema, vec![ks, zeros])?)?;
+        let out = group.process_bundle(&batch_of(&schema, vec![ks, zeros])?)?;
         let cols = long_columns(&out)?;
         let [k, c, s, m] = cols.as_slice() else {
             return Err(BenchError::Usage("W2 output is not 4 columns".into()));
@@ -484,13 +486,16 @@ fn probe_w2<S: MapStateStore>(
     Ok(table)
 }
 
+/// The stores of one parallelism and their operators.
+type Opened<S> = (Vec<S>, Vec<Op<S>>);
+
 fn open_ops<B>(
     backend: &B,
     workload: WorkloadId,
     bundle: usize,
     parallelism: i32,
     dir: &Path,
-) -> BenchResult<(Vec<B::Store>, Vec<Op<B::Store>>)>
+) -> BenchResult<Opened<B::Store>>
 where
     B: Backend,
     B::Store: MapStateStore,
