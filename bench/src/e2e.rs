@@ -21,7 +21,7 @@ use state_api::{
 use crate::backend::{Backend, dir_bytes};
 use crate::error::{BenchError, BenchResult};
 use crate::workload::{Changelog, FinalTable, key, value};
-use crate::workloads::{Operator, issue_expected, reference};
+use crate::workloads::{Operator, WorkloadId, issue_expected, reference};
 
 /// Flink's default max parallelism for these jobs (key groups 0..128).
 pub const MAX_PARALLELISM: i32 = 128;
@@ -397,6 +397,47 @@ pub(crate) fn check(run: &str, what: &'static str, got: u64, expected: u64) -> B
     }
 }
 
+/// Checks a run's changelog and final table against the reference model's `want`, then
+/// against the issue's values at the default size; returns whether they match the issue
+/// (`None` at another size).
+pub(crate) fn check_results(
+    label: &str,
+    workload: WorkloadId,
+    spec: &RunSpec,
+    out: &Changelog,
+    final_table: &FinalTable,
+    want: &(Changelog, FinalTable),
+) -> BenchResult<Option<bool>> {
+    let (want_out, want_final) = want;
+    check(label, "output rows", out.total(), want_out.total())?;
+    for (got, want) in out.rows.iter().zip(want_out.rows) {
+        check(label, "output rows of one kind", *got, want)?;
+    }
+    check(label, "chk_changelog", out.checksum, want_out.checksum)?;
+    check(
+        label,
+        "chk_final",
+        final_table.checksum,
+        want_final.checksum,
+    )?;
+    check(label, "final rows", final_table.rows, want_final.rows)?;
+    let expected = issue_expected(workload, spec.events, spec.keys);
+    let matches_issue = expected.map(|e| {
+        e.rows.is_none_or(|r| r == out.total())
+            && e.changelog.is_none_or(|c| c == out.checksum)
+            && e.final_checksum == final_table.checksum
+    });
+    if let (Some(false), Some(e)) = (matches_issue, expected) {
+        return Err(BenchError::Mismatch {
+            run: label.to_owned(),
+            what: "issue checksums (chk_final)",
+            got: final_table.checksum,
+            expected: e.final_checksum,
+        });
+    }
+    Ok(matches_issue)
+}
+
 /// The stores and tables of one parallelism.
 struct Subtasks<S: KeyedStateStore, O: Operator> {
     stores: Vec<S>,
@@ -550,34 +591,14 @@ where
     drop(restored);
 
     // Checks: the reference model, the issue's figures, the restore.
-    let (want_out, want_final) = reference::<O>(spec.events, spec.keys);
-    check(&label, "output rows", out.total(), want_out.total())?;
-    for (got, want) in out.rows.iter().zip(want_out.rows) {
-        check(&label, "output rows of one kind", *got, want)?;
-    }
-    check(&label, "chk_changelog", out.checksum, want_out.checksum)?;
-    check(
+    let matches_issue = check_results(
         &label,
-        "chk_final",
-        final_state.checksum,
-        want_final.checksum,
+        O::ID,
+        spec,
+        &out,
+        &final_state,
+        &reference::<O>(spec.events, spec.keys),
     )?;
-    check(&label, "final rows", final_state.rows, want_final.rows)?;
-    let matches_issue = issue_expected(O::ID, spec.events, spec.keys).map(|e| {
-        e.rows.is_none_or(|r| r == out.total())
-            && e.changelog.is_none_or(|c| c == out.checksum)
-            && e.final_checksum == final_state.checksum
-    });
-    if matches_issue == Some(false) {
-        return Err(BenchError::Mismatch {
-            run: label,
-            what: "issue checksums (chk_changelog)",
-            got: out.checksum,
-            expected: issue_expected(O::ID, spec.events, spec.keys)
-                .and_then(|e| e.changelog)
-                .unwrap_or_default(),
-        });
-    }
     check(
         &label,
         "restored chk_final",

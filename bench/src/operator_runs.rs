@@ -36,12 +36,12 @@ use state_api::{I64Codec, KeyedStateStore, MapStateStore, RowCodec, StoreConfig}
 
 use crate::backend::{Backend, dir_bytes};
 use crate::e2e::{
-    MAX_PARALLELISM, Mode, Phases, RESTORE_PARALLELISM, RunReport, RunSpec, check, key_row, millis,
-    owner_of, owners, peak_rss, reset_peak_rss, thread_cpu_ms,
+    MAX_PARALLELISM, Mode, Phases, RESTORE_PARALLELISM, RunReport, RunSpec, check, check_results,
+    key_row, millis, owner_of, owners, peak_rss, reset_peak_rss, thread_cpu_ms,
 };
 use crate::error::{BenchError, BenchResult};
 use crate::workload::{Changelog, FinalTable, Kind, key, rowhash, value};
-use crate::workloads::{WorkloadId, issue_expected};
+use crate::workloads::WorkloadId;
 
 /// The operator id of the benchmark's operator (the canonical snapshot's operator id).
 const OPERATOR_ID: &str = "bench-op";
@@ -657,36 +657,11 @@ where
     drop(restored_stores);
 
     // Checks.
-    let (want_out, want_final) = match workload {
+    let want = match workload {
         WorkloadId::W3 => reference_w3(spec.events, spec.keys),
         _ => reference_w2(spec.events, spec.keys, spec.bundle, spec.parallelism)?,
     };
-    check(&label, "output rows", out.total(), want_out.total())?;
-    for (got, want) in out.rows.iter().zip(want_out.rows) {
-        check(&label, "output rows of one kind", *got, want)?;
-    }
-    check(&label, "chk_changelog", out.checksum, want_out.checksum)?;
-    check(
-        &label,
-        "chk_final",
-        final_table.checksum,
-        want_final.checksum,
-    )?;
-    check(&label, "final rows", final_table.rows, want_final.rows)?;
-    let expected = issue_expected(workload, spec.events, spec.keys);
-    let matches_issue = expected.map(|e| {
-        e.rows.is_none_or(|r| r == out.total())
-            && e.changelog.is_none_or(|c| c == out.checksum)
-            && e.final_checksum == final_table.checksum
-    });
-    if let (Some(false), Some(e)) = (matches_issue, expected) {
-        return Err(BenchError::Mismatch {
-            run: label,
-            what: "issue checksums (chk_final)",
-            got: final_table.checksum,
-            expected: e.final_checksum,
-        });
-    }
+    let matches_issue = check_results(&label, workload, spec, &out, &final_table, &want)?;
     check(
         &label,
         "restored key groups",
@@ -752,7 +727,9 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workloads::{DEFAULT_EVENTS, DEFAULT_KEYS, GroupAggregate as W1, reference};
+    use crate::workloads::{
+        DEFAULT_EVENTS, DEFAULT_KEYS, GroupAggregate as W1, issue_expected, reference,
+    };
 
     #[test]
     fn w3_reference_matches_the_issue() {
