@@ -28,12 +28,12 @@ pub trait Backend: Sync {
     /// A backend failure.
     fn open(&self, config: StoreConfig, dir: &Path) -> BenchResult<Self::Store>;
 
-    /// Bytes the store's state takes on disk after its memtables are flushed (0 for an
+    /// Bytes the store's state takes on disk after the memtables of `tables` are flushed (0 for an
     /// in-memory store).
     ///
     /// # Errors
     /// A backend or I/O failure.
-    fn disk_bytes(&self, store: &Self::Store, table: &str) -> BenchResult<u64>;
+    fn disk_bytes(&self, store: &Self::Store, tables: &[&str]) -> BenchResult<u64>;
 }
 
 #[cfg(feature = "typed")]
@@ -76,8 +76,10 @@ impl Backend for Typed {
         Ok(RocksStore::open(dir, config.with_memory_pool(pool), &slot)?)
     }
 
-    fn disk_bytes(&self, store: &RocksStore, table: &str) -> BenchResult<u64> {
-        store.flush_table(table)?;
+    fn disk_bytes(&self, store: &RocksStore, tables: &[&str]) -> BenchResult<u64> {
+        for table in tables {
+            store.flush_table(table)?;
+        }
         dir_bytes(&store.db_dir())
     }
 }
@@ -97,7 +99,7 @@ impl Backend for Memory {
         Ok(MemoryStore::new(config))
     }
 
-    fn disk_bytes(&self, _store: &MemoryStore, _table: &str) -> BenchResult<u64> {
+    fn disk_bytes(&self, _store: &MemoryStore, _tables: &[&str]) -> BenchResult<u64> {
         Ok(0)
     }
 }

@@ -11,21 +11,23 @@ use crate::backend::Memory;
 use crate::backend::Typed;
 use crate::e2e::{Mode, RunReport, RunSpec, run};
 use crate::error::{BenchError, BenchResult};
+use crate::operator_runs::run_operator;
 use crate::workloads::{DEFAULT_EVENTS, DEFAULT_KEYS, GroupAggregate, TopOne, WorkloadId};
 
 /// The usage text.
 pub const USAGE: &str = "\
-sfstate-bench: the end-to-end state benchmark (issue 8 workloads W1, W4)
+sfstate-bench: the end-to-end state benchmark (issue 8 workloads W1-W4)
 
 USAGE: sfstate-bench [OPTIONS]
 
-  --workload LIST      w1,w4 (default: both)
+  --workload LIST      w1,w2,w3,w4 (default: all); w2, w3 on the operators crate
   --backend LIST       typed,memory (default: both)
   --parallelism LIST   1,2 (default: both); events routed by key group, one thread per subtask
-  --per-record on|off  also run typed-store per record at parallelism 1 (default: on)
-  --events N           events (default 2000000; the issue's checksums apply at the default)
+  --per-record on|off  also run typed-store per record at parallelism 1, W1 and W4 (default: on)
+  --events N           events (default 2000000; W3 runs N/10; the issue's checksums apply at the default)
   --keys K             distinct keys (default 100000)
-  --bundle B           events per bundle (default 8192)
+  --bundle B           events per bundle, mini-batch off (default 8192: W1, W3, W4)
+  --mini-batch B       events per mini-batch, per subtask (default 5000: W2)
   --slot-mib M         typed-store RocksDB slot per subtask (default 128)
   --pool-mib M         typed-store host memory pool per subtask (default 128)
   --write-buffer-mib M typed-store write-buffer size (default: the slot's)
@@ -55,8 +57,10 @@ pub struct Options {
     pub events: u64,
     /// Keys.
     pub keys: u64,
-    /// Bundle size.
+    /// Bundle size (mini-batch off).
     pub bundle: usize,
+    /// Mini-batch size (W2).
+    pub mini_batch: usize,
     /// typed-store slot (MiB).
     pub slot_mib: u64,
     /// typed-store pool (MiB).
@@ -78,7 +82,12 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            workloads: vec![WorkloadId::W1, WorkloadId::W4],
+            workloads: vec![
+                WorkloadId::W1,
+                WorkloadId::W2,
+                WorkloadId::W3,
+                WorkloadId::W4,
+            ],
             typed: cfg!(feature = "typed"),
             memory: true,
             parallelisms: vec![1, 2],
@@ -86,6 +95,7 @@ impl Default for Options {
             events: DEFAULT_EVENTS,
             keys: DEFAULT_KEYS,
             bundle: 8192,
+            mini_batch: 5000,
             slot_mib: 128,
             pool_mib: 128,
             write_buffer_mib: None,
@@ -161,6 +171,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
             "--events" => o.events = number("--events", args.next())?,
             "--keys" => o.keys = number("--keys", args.next())?,
             "--bundle" => o.bundle = number("--bundle", args.next())?,
+            "--mini-batch" => o.mini_batch = number("--mini-batch", args.next())?,
             "--slot-mib" => o.slot_mib = number("--slot-mib", args.next())?,
             "--pool-mib" => o.pool_mib = number("--pool-mib", args.next())?,
             "--write-buffer-mib" => {
@@ -188,8 +199,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
             other => return Err(usage(format!("unknown argument {other}"))),
         }
     }
-    if o.keys == 0 || o.bundle == 0 {
-        return Err(usage("--keys and --bundle must be positive"));
+    if o.keys == 0 || o.bundle == 0 || o.mini_batch == 0 {
+        return Err(usage("--keys, --bundle and --mini-batch must be positive"));
     }
     Ok(Some(o))
 }
@@ -222,17 +233,27 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
     let mut reports = Vec::new();
     if !options.json {
         println!(
-            "events {} keys {} bundle {} (mini-batch off), max parallelism 128, typed-store slot {} MiB",
-            options.events, options.keys, options.bundle, options.slot_mib
+            "events {} (W3: {}) keys {} bundle {} (mini-batch off; W2 mini-batch {}), max parallelism 128, typed-store slot {} MiB",
+            options.events,
+            crate::operator_runs::join_events(options.events),
+            options.keys,
+            options.bundle,
+            options.mini_batch,
+            options.slot_mib
         );
         println!("{}", header());
     }
     for &workload in &options.workloads {
         let mut specs: Vec<(bool, RunSpec)> = Vec::new();
+        let on_operators = matches!(workload, WorkloadId::W2 | WorkloadId::W3);
         let spec = |parallelism, mode| RunSpec {
             events: options.events,
             keys: options.keys,
-            bundle: options.bundle,
+            bundle: if workload == WorkloadId::W2 {
+                options.mini_batch
+            } else {
+                options.bundle
+            },
             parallelism,
             mode,
             dir: options.dir.clone(),
@@ -243,7 +264,7 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
                 specs.push((true, spec(p, Mode::Bundled)));
             }
         }
-        if options.typed && options.per_record {
+        if options.typed && options.per_record && !on_operators {
             specs.push((true, spec(1, Mode::PerRecord)));
         }
         for &p in &options.parallelisms {
@@ -257,13 +278,17 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
                 (WorkloadId::W1, true) => run::<_, GroupAggregate>(&typed, &spec),
                 #[cfg(feature = "typed")]
                 (WorkloadId::W4, true) => run::<_, TopOne>(&typed, &spec),
+                #[cfg(feature = "typed")]
+                (WorkloadId::W2 | WorkloadId::W3, true) => run_operator(&typed, workload, &spec),
                 #[cfg(not(feature = "typed"))]
                 (_, true) => Err(BenchError::Usage(
                     "typed-store is not built in (feature `typed`)".to_owned(),
                 )),
                 (WorkloadId::W1, false) => run::<_, GroupAggregate>(&Memory, &spec),
                 (WorkloadId::W4, false) => run::<_, TopOne>(&Memory, &spec),
+                (WorkloadId::W2 | WorkloadId::W3, false) => run_operator(&Memory, workload, &spec),
             }?;
+            same_as_other_backends(&reports, &report)?;
             if !options.json {
                 println!("{}", line(&report));
             }
@@ -271,6 +296,27 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
         }
     }
     Ok(reports)
+}
+
+/// Fails when an earlier run of the same workload, mode and parallelism on another backend
+/// produced different checksums (at parallelism 1 and 2 every backend must agree; W2's
+/// changelog depends on the parallelism through its per-subtask mini-batches).
+fn same_as_other_backends(done: &[RunReport], report: &RunReport) -> BenchResult<()> {
+    for other in done.iter().filter(|r| {
+        r.workload == report.workload
+            && r.parallelism == report.parallelism
+            && r.mode == report.mode
+    }) {
+        if (&other.chk_changelog, &other.chk_final) != (&report.chk_changelog, &report.chk_final) {
+            return Err(BenchError::BackendsDisagree {
+                run: report.label(),
+                other: other.label(),
+                got: format!("{} / {}", report.chk_changelog, report.chk_final),
+                expected: format!("{} / {}", other.chk_changelog, other.chk_final),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn mib(bytes: u64) -> String {
@@ -299,14 +345,14 @@ pub fn header() -> String {
         "snapMiB",
         "restore3",
         "verified",
-        "ms gen/begin/proc/commit"
+        "ms gen/begin/proc/commit/sink"
     )
 }
 
 /// One report as a table line.
 pub fn line(r: &RunReport) -> String {
     format!(
-        "{:<24} {:>6} {:>11.0} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}",
+        "{:<24} {:>6} {:>11.0} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}/{:.0}",
         r.label(),
         r.bundle,
         r.events_per_second,
@@ -330,7 +376,8 @@ pub fn line(r: &RunReport) -> String {
         r.phases.generate_ms,
         r.phases.begin_ms,
         r.phases.process_ms,
-        r.phases.commit_ms
+        r.phases.commit_ms,
+        r.phases.sink_ms
     )
 }
 

@@ -21,7 +21,7 @@ use state_api::{
 use crate::backend::{Backend, dir_bytes};
 use crate::error::{BenchError, BenchResult};
 use crate::workload::{Changelog, FinalTable, key, value};
-use crate::workloads::{Operator, issue_expected, reference};
+use crate::workloads::{Operator, WorkloadId, issue_expected, reference};
 
 /// Flink's default max parallelism for these jobs (key groups 0..128).
 pub const MAX_PARALLELISM: i32 = 128;
@@ -124,6 +124,11 @@ pub struct RunReport {
     pub restore_verified: bool,
     /// Where the subtasks' time went, summed over subtasks.
     pub phases: Phases,
+    /// W1 / W4: keys the bundles' batched reads asked the backend for (hydration misses),
+    /// summed over subtasks; `None` for the operator runs (W2, W3).
+    pub hydrated_keys: Option<u64>,
+    /// W1 / W4: keys written by the commits, summed over subtasks.
+    pub written_keys: Option<u64>,
 }
 
 impl RunReport {
@@ -147,23 +152,27 @@ pub struct Phases {
     pub process_ms: f64,
     /// `commit_bundle`: encoding the dirty values, the write batch, the RocksDB write.
     pub commit_ms: f64,
+    /// W2 / W3: the checksum sink reading the operator's output batches (W1 / W4 sum
+    /// their rows inside `process_ms`).
+    pub sink_ms: f64,
     /// CPU time of the subtask threads (`/proc/thread-self/schedstat`), robust to a loaded
     /// machine where wall time is not.
     pub cpu_ms: f64,
 }
 
 impl Phases {
-    fn add(&mut self, other: &Phases) {
+    pub(crate) fn add(&mut self, other: &Phases) {
         self.generate_ms += other.generate_ms;
         self.begin_ms += other.begin_ms;
         self.process_ms += other.process_ms;
         self.commit_ms += other.commit_ms;
+        self.sink_ms += other.sink_ms;
         self.cpu_ms += other.cpu_ms;
     }
 }
 
 /// CPU time of the calling thread in milliseconds (0 where `/proc` does not say).
-fn thread_cpu_ms() -> f64 {
+pub(crate) fn thread_cpu_ms() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|s| {
@@ -189,21 +198,21 @@ struct Event {
 /// Writes the BIGINT key row of `key` (kind INSERT, Flink's key-selector form) and returns
 /// its key group.
 #[inline]
-fn key_row(writer: &mut BinaryRowWriter, key: u64, mp: MaxParallelism) -> KeyGroup {
+pub(crate) fn key_row(writer: &mut BinaryRowWriter, key: u64, mp: MaxParallelism) -> KeyGroup {
     writer.reset();
     writer.write_long(0, key.cast_signed());
     writer.key_group(mp)
 }
 
 /// The subtask that owns each key group at `parallelism`.
-fn owners(mp: MaxParallelism, parallelism: Parallelism) -> Vec<i32> {
+pub(crate) fn owners(mp: MaxParallelism, parallelism: Parallelism) -> Vec<i32> {
     (0..mp.get())
         .filter_map(|kg| KeyGroup::new(kg).ok())
         .map(|kg| compute_operator_index_for_key_group(mp, parallelism, kg))
         .collect()
 }
 
-fn owner_of(owners: &[i32], kg: KeyGroup) -> i32 {
+pub(crate) fn owner_of(owners: &[i32], kg: KeyGroup) -> i32 {
     owners.get(kg.index()).copied().unwrap_or(-1)
 }
 
@@ -341,8 +350,21 @@ fn final_table<O: Operator, T: KeyedTable<Codec = O::Codec> + CanonicalTable>(
     Ok(total)
 }
 
+/// A progress bar over `events` labelled `label`, when `on`.
+pub(crate) fn progress_bar(on: bool, events: u64, label: &str) -> Option<ProgressBar> {
+    on.then(|| {
+        let bar = ProgressBar::new(events);
+        bar.set_style(
+            ProgressStyle::with_template("{msg:>24} [{bar:40}] {pos}/{len} events {per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(label.to_owned());
+        bar
+    })
+}
+
 /// Resets the process's peak RSS (`VmHWM`) to the current RSS (Linux `clear_refs` 5).
-fn reset_peak_rss() {
+pub(crate) fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
@@ -358,11 +380,11 @@ pub fn peak_rss() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
-fn millis(d: Duration) -> f64 {
+pub(crate) fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn check(run: &str, what: &'static str, got: u64, expected: u64) -> BenchResult<()> {
+pub(crate) fn check(run: &str, what: &'static str, got: u64, expected: u64) -> BenchResult<()> {
     if got == expected {
         Ok(())
     } else {
@@ -373,6 +395,47 @@ fn check(run: &str, what: &'static str, got: u64, expected: u64) -> BenchResult<
             expected,
         })
     }
+}
+
+/// Checks a run's changelog and final table against the reference model's `want`, then
+/// against the issue's values at the default size; returns whether they match the issue
+/// (`None` at another size).
+pub(crate) fn check_results(
+    label: &str,
+    workload: WorkloadId,
+    spec: &RunSpec,
+    out: &Changelog,
+    final_table: &FinalTable,
+    want: &(Changelog, FinalTable),
+) -> BenchResult<Option<bool>> {
+    let (want_out, want_final) = want;
+    check(label, "output rows", out.total(), want_out.total())?;
+    for (got, want) in out.rows.iter().zip(want_out.rows) {
+        check(label, "output rows of one kind", *got, want)?;
+    }
+    check(label, "chk_changelog", out.checksum, want_out.checksum)?;
+    check(
+        label,
+        "chk_final",
+        final_table.checksum,
+        want_final.checksum,
+    )?;
+    check(label, "final rows", final_table.rows, want_final.rows)?;
+    let expected = issue_expected(workload, spec.events, spec.keys);
+    let matches_issue = expected.map(|e| {
+        e.rows.is_none_or(|r| r == out.total())
+            && e.changelog.is_none_or(|c| c == out.checksum)
+            && e.final_checksum == final_table.checksum
+    });
+    if let (Some(false), Some(e)) = (matches_issue, expected) {
+        return Err(BenchError::Mismatch {
+            run: label.to_owned(),
+            what: "issue checksums (chk_final)",
+            got: final_table.checksum,
+            expected: e.final_checksum,
+        });
+    }
+    Ok(matches_issue)
 }
 
 /// The stores and tables of one parallelism.
@@ -433,15 +496,7 @@ where
         spec.parallelism
     );
 
-    let progress = spec.progress.then(|| {
-        let bar = ProgressBar::new(spec.events);
-        bar.set_style(
-            ProgressStyle::with_template("{msg:>24} [{bar:40}] {pos}/{len} events {per_sec}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_message(label.clone());
-        bar
-    });
+    let progress = progress_bar(spec.progress, spec.events, &label);
 
     reset_peak_rss();
     let started = Instant::now();
@@ -482,6 +537,9 @@ where
     for table in &subtasks.tables {
         final_state.merge(&final_table::<O, _>(table)?);
     }
+    let stats: Vec<state_api::TableStats> = subtasks.tables.iter().map(KeyedTable::stats).collect();
+    let hydrated_keys = stats.iter().map(|s| s.hydrated_keys).sum();
+    let written_keys = stats.iter().map(|s| s.written_keys).sum();
     let pool_bytes = subtasks
         .stores
         .iter()
@@ -489,7 +547,7 @@ where
         .sum();
     let mut disk_bytes = 0;
     for store in &subtasks.stores {
-        disk_bytes += backend.disk_bytes(store, TABLE)?;
+        disk_bytes += backend.disk_bytes(store, &[TABLE])?;
     }
 
     // Canonical snapshot of every subtask into its own directory container.
@@ -533,32 +591,14 @@ where
     drop(restored);
 
     // Checks: the reference model, the issue's figures, the restore.
-    let (want_out, want_final) = reference::<O>(spec.events, spec.keys);
-    check(&label, "output rows", out.total(), want_out.total())?;
-    for (got, want) in out.rows.iter().zip(want_out.rows) {
-        check(&label, "output rows of one kind", *got, want)?;
-    }
-    check(&label, "chk_changelog", out.checksum, want_out.checksum)?;
-    check(
+    let matches_issue = check_results(
         &label,
-        "chk_final",
-        final_state.checksum,
-        want_final.checksum,
+        O::ID,
+        spec,
+        &out,
+        &final_state,
+        &reference::<O>(spec.events, spec.keys),
     )?;
-    check(&label, "final rows", final_state.rows, want_final.rows)?;
-    let matches_issue = issue_expected(O::ID, spec.events, spec.keys).map(|e| {
-        e.rows == out.total()
-            && e.changelog == out.checksum
-            && e.final_checksum == final_state.checksum
-    });
-    if matches_issue == Some(false) {
-        return Err(BenchError::Mismatch {
-            run: label,
-            what: "issue checksums (chk_changelog)",
-            got: out.checksum,
-            expected: issue_expected(O::ID, spec.events, spec.keys).map_or(0, |e| e.changelog),
-        });
-    }
     check(
         &label,
         "restored chk_final",
@@ -605,5 +645,7 @@ where
         restore_ms,
         restore_verified: true,
         phases,
+        hydrated_keys: Some(hydrated_keys),
+        written_keys: Some(written_keys),
     })
 }

@@ -7,6 +7,21 @@ pub enum BenchError {
     /// A state-api operation failed.
     #[error("state: {0}")]
     State(#[from] state_api::Error),
+    /// An operator of the `operators` crate failed.
+    #[error("operator: {0}")]
+    Operator(#[from] operators::Error),
+    /// Two backends produced different checksums for the same run.
+    #[error("{run} differs from {other}: {got} vs {expected} (chk_changelog / chk_final)")]
+    BackendsDisagree {
+        /// The run that differs.
+        run: String,
+        /// The earlier run it was compared with.
+        other: String,
+        /// This run's checksums.
+        got: String,
+        /// The earlier run's checksums.
+        expected: String,
+    },
     /// typed-store could not open a store or slot.
     #[cfg(feature = "typed")]
     #[error("typed-store: {0}")]

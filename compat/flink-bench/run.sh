@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Runs the end-to-end state benchmark on both engines in the same session, side by side:
-# sfstate-bench (typed-store, memory-store) and real Flink 2.3.0 (EmbeddedRocksDBStateBackend,
-# HashMapStateBackend) on W1 and W4 at parallelism 1 and 2, and prints the ratio per workload,
-# backend and parallelism (medians of the timed runs).
+# sfstate-bench (typed-store, memory-store; release build) and real Flink 2.3.0
+# (EmbeddedRocksDBStateBackend, HashMapStateBackend) on W1-W4 at parallelism 1 and 2, and
+# prints the ratio per workload, backend and parallelism (medians of the timed runs).
 #
-#   compat/flink-bench/run.sh [--workloads "w1 w4"] [--parallelism "1 2"] [--runs 3]
+#   compat/flink-bench/run.sh [--workloads "w1 w2 w3 w4"] [--parallelism "1 2"] [--runs 3]
 #                             [--pairs "typed:rocksdb memory:hashmap"] [--events N] [--keys K]
 #                             [--out DIR]
-# SFSTATE_BENCH=path uses that sfstate-bench binary instead of building it.
+# SFSTATE_BENCH=path uses that (release) sfstate-bench binary instead of building it.
 #
 # Before every timed run (either engine) it waits until the CPUs are at least MIN_IDLE (0.85)
-# idle over one second, for at most IDLE_TIMEOUT (120) seconds, and records what it saw.
+# idle over one second and the 1-minute load average is at most MAX_LOAD (1.0), for at most
+# IDLE_TIMEOUT (120) seconds, and records the idle fraction and load average it saw.
 # Needs Java 17 (javac, java), python3, unzip; Flink's jars come from $FLINK_LIB, else
 # /work/flink, else the apache-flink-libraries 2.3.0 wheel from PyPI into work/ (~330 MB,
 # never committed).
@@ -20,7 +21,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$HERE/work"
 FLINK_VERSION=2.3.0
-WORKLOADS="w1 w4"
+WORKLOADS="w1 w2 w3 w4"
 PARALLELISM="1 2"
 PAIRS="typed:rocksdb memory:hashmap"
 RUNS=3
@@ -29,6 +30,7 @@ KEYS=100000
 OUT="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ)"
 MIN_IDLE="${MIN_IDLE:-0.85}"
 IDLE_TIMEOUT="${IDLE_TIMEOUT:-120}"
+MAX_LOAD="${MAX_LOAD:-1.0}"
 while [ $# -gt 0 ]; do
     case "$1" in
         --workloads) WORKLOADS="${2:?}"; shift 2 ;;
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
         --events) EVENTS="${2:?}"; shift 2 ;;
         --keys) KEYS="${2:?}"; shift 2 ;;
         --out) OUT="${2:?}"; shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# *//'; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# *//'; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -59,8 +61,16 @@ else
         unzip -q -o "$WORK"/apache_flink_libraries-$FLINK_VERSION-*.whl 'pyflink/lib/*.jar' -d "$WORK"
     fi
 fi
-CP="$LIB/flink-dist-$FLINK_VERSION.jar"
-for jar in "$LIB"/log4j-*.jar; do CP="$CP:$jar"; done
+# W2-W4 are SQL: the planner proper is nested inside the planner loader.
+PLANNER="$WORK/flink-table-planner.jar"
+if [ -f /work/flink/flink-table-planner.jar ] && [ -z "${FLINK_LIB:-}" ]; then
+    PLANNER=/work/flink/flink-table-planner.jar
+elif [ ! -f "$PLANNER" ]; then
+    unzip -q -o "$LIB/flink-table-planner-loader-$FLINK_VERSION.jar" flink-table-planner.jar -d "$WORK"
+fi
+CP="$LIB/flink-dist-$FLINK_VERSION.jar:$LIB/flink-table-runtime-$FLINK_VERSION.jar"
+CP="$CP:$LIB/flink-table-api-java-uber-$FLINK_VERSION.jar:$PLANNER:$LIB/flink-cep-$FLINK_VERSION.jar"
+for jar in "$LIB"/log4j-api-*.jar "$LIB"/log4j-core-*.jar "$LIB"/log4j-slf4j-impl-*.jar; do CP="$CP:$jar"; done
 
 # ---------------------------------------------------------------- build both
 CLASSES="$WORK/classes"
@@ -92,12 +102,14 @@ a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].spli
 d=[y-x for x,y in zip(a,b)]; print(f"{(d[3]+d[4])/max(1,sum(d)):.2f}")
 PY
 }
-wait_idle() {
+load1() { cut -d' ' -f1 /proc/loadavg; }
+wait_idle() { # prints "idle load1" once the machine is idle enough or IDLE_TIMEOUT passed
     local idle t=0
     while :; do
         idle=$(cpu_idle)
-        if python3 -c "import sys; sys.exit(0 if $idle >= $MIN_IDLE else 1)" || [ $t -ge "$IDLE_TIMEOUT" ]; then
-            echo "$idle"; return
+        if python3 -c "import sys; sys.exit(0 if $idle >= $MIN_IDLE and $(load1) <= $MAX_LOAD else 1)" \
+            || [ $t -ge "$IDLE_TIMEOUT" ]; then
+            echo "$idle $(load1)"; return
         fi
         t=$((t + 1))
     done
@@ -113,14 +125,15 @@ for w in $WORKLOADS; do
             echo "== $w p$p: flink $theirs" >&2
             java $JAVA_OPTS -cp "$CLASSES:$CP" flinkbench.FlinkBench --workload "$w" \
                 --backend "$theirs" --parallelism "$p" --events "$EVENTS" --keys "$KEYS" \
-                --warmup 1 --runs "$RUNS" --min-idle "$MIN_IDLE" --idle-timeout "$IDLE_TIMEOUT" \
+                --warmup 1 --runs "$RUNS" --min-idle "$MIN_IDLE" --max-load "$MAX_LOAD" \
+                --idle-timeout "$IDLE_TIMEOUT" \
                 | tee -a "$OUT/flink.jsonl" >&2
             for r in $(seq "$RUNS"); do
-                idle=$(wait_idle)
-                echo "== $w p$p: sfstate $ours run $r (idle $idle)" >&2
+                seen=$(wait_idle); idle=${seen% *}; load=${seen#* }
+                echo "== $w p$p: sfstate $ours run $r (idle $idle, load $load)" >&2
                 "$BENCH" --workload "$w" --backend "$ours" --parallelism "$p" --per-record off \
                     --events "$EVENTS" --keys "$KEYS" --json --no-progress \
-                    | python3 -c "import json,sys; [print(json.dumps(dict(r, engine='sfstate', idle=$idle))) for r in json.load(sys.stdin)]" \
+                    | python3 -c "import json,sys; [print(json.dumps(dict(r, engine='sfstate', idle=$idle, load1=$load))) for r in json.load(sys.stdin)]" \
                     | tee -a "$OUT/sfstate.jsonl" >&2
             done
         done
@@ -128,22 +141,35 @@ for w in $WORKLOADS; do
 done
 
 # ---------------------------------------------------------------- ratios
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" <<'PY' | tee "$OUT/ratios.txt"
 import json, statistics, sys, os
 out = sys.argv[1]
-flink = [json.loads(l) for l in open(os.path.join(out, "flink.jsonl")) if l.strip()]
-ours = [json.loads(l) for l in open(os.path.join(out, "sfstate.jsonl")) if l.strip()]
+def lines(name):
+    path = os.path.join(out, name)
+    return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
+flink, ours = lines("flink.jsonl"), lines("sfstate.jsonl")
 pairs = {"typed": "rocksdb", "memory": "hashmap"}
-print(f"{'workload':8} {'p':>2} {'sfstate backend':16} {'events/s':>11} {'flink backend':14} {'events/s':>11} {'ratio':>6}  checks")
+def spread(xs):
+    return f"{min(xs):.0f}-{max(xs):.0f}"
+print("medians of the timed runs; wall = events/s (sfstate: event processing, Flink: job net runtime);"
+      " cpu = events per CPU second (sfstate: subtask threads, Flink: whole JVM)")
+print(f"{'wl':3} {'p':>2} {'sfstate':7} {'events/s':>10} {'(range)':>17} {'flink':8} {'events/s':>9} {'(range)':>15}"
+      f" {'wall':>7} {'cpu':>7}  {'load1 seen':>11}  checks")
 for w in sorted({r["workload"] for r in ours}):
     for p in sorted({r["parallelism"] for r in ours}):
         for b, fb in pairs.items():
-            mine = [r["events_per_second"] for r in ours if (r["workload"], r["parallelism"], r["backend"]) == (w, p, b)]
+            mine = [r for r in ours if (r["workload"], r["parallelism"], r["backend"]) == (w, p, b)]
             theirs = [r for r in flink if (r["workload"], r["parallelism"], r["backend"]) == (w, p, fb)]
-            timed = [r["events_per_second"] for r in theirs if r["timed"]]
+            timed = [r for r in theirs if r["timed"]]
             if not mine or not timed:
                 continue
-            ok = all(r["ok"] is not False for r in theirs) and all(r.get("matches_issue") is not False for r in ours)
-            m, f = statistics.median(mine), statistics.median(timed)
-            print(f"{w:8} {p:>2} {b:16} {m:>11.0f} {fb:14} {f:>11.0f} {m/f:>5.2f}x  {'ok' if ok else 'FAIL'}")
+            ok = all(r["ok"] is not False for r in theirs) and all(r.get("matches_issue") is not False for r in mine)
+            m = statistics.median(r["events_per_second"] for r in mine)
+            f = statistics.median(r["events_per_second"] for r in timed)
+            mc = statistics.median(r["events_per_cpu_second"] for r in mine)
+            fc = statistics.median(r["events_per_cpu_second"] for r in timed)
+            loads = [r.get("load1", -1) for r in mine + timed]
+            print(f"{w:3} {p:>2} {b:7} {m:>10.0f} {spread([r['events_per_second'] for r in mine]):>17} {fb:8} {f:>9.0f}"
+                  f" {spread([r['events_per_second'] for r in timed]):>15} {m/f:>6.1f}x {mc/fc:>6.1f}x"
+                  f"  {min(loads):>5.1f}-{max(loads):<5.1f}  {'ok' if ok else 'FAIL'}")
 PY
