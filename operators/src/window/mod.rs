@@ -157,9 +157,22 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         agg_spec.output_names.clone_from(&spec.output_names);
         let plan = plan::plan(&agg_spec)?;
         if !plan.two_phase && !matches!(spec.window, WindowKind::Tumble { .. }) {
-            return Err(Error::unsupported(
-                "FIRST_VALUE / LAST_VALUE in a HOP or CUMULATE window (slices need merge)",
-            ));
+            // Slices shared by several windows need the functions' `merge`; Flink's planner
+            // checks for it and refuses FIRST_VALUE / LAST_VALUE (with or without retraction).
+            let (function, class) = match plan.phys.iter().find(|p| !p.mergeable()) {
+                Some(p) if p.kind == plan::PhysKind::Last => ("LAST_VALUE", "LastValue"),
+                _ => ("FIRST_VALUE", "FirstValue"),
+            };
+            let retract = if spec.input_insert_only {
+                ""
+            } else {
+                "WithRetract"
+            };
+            return Err(Error::refused(format!(
+                "Could not find an implementation method 'merge' in class \
+                 'org.apache.flink.table.runtime.functions.aggregate.{class}{retract}AggFunction' \
+                 for function '{function}' (HOP / CUMULATE windows merge slices)"
+            )));
         }
         let keys = KeyEncoder::try_new(
             &spec.input,
