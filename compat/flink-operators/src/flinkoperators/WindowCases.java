@@ -30,9 +30,9 @@ final class WindowCases {
         out.add(retract("gen_window_hop_retract", 255, "HOP", aggs(cols(false), true)));
         out.add(retract("gen_window_cumulate_retract", 256, "CUMULATE", aggs(cols(false), true)));
         out.add(retract("gen_window_tumble_first_last_retract", 257, "TUMBLE", firstLast(cols(false))));
-        out.add(retract("gen_window_hop_first_last_retract", 258, "HOP", firstLast(cols(false))));
-        out.add(firstLastAppend("gen_window_hop_first_last", 259, "HOP"));
-        out.add(firstLastAppend("gen_window_cumulate_first_last", 260, "CUMULATE"));
+        // FIRST_VALUE / LAST_VALUE in HOP or CUMULATE (insert-only or retracting) is refused by Flink 2.3.0's
+        // planner ("Could not find an implementation method 'merge' in class ...FirstValueAggFunction"), so there
+        // is no such case (see GENERATED.md).
     }
 
     static List<Spec.Agg> firstLast(List<CaseDef.Col> cols) {
@@ -58,17 +58,6 @@ final class WindowCases {
 
     static long slide(String kind) {
         return kind.equals("TUMBLE") ? 0 : kind.equals("HOP") ? 5000 : 10000;
-    }
-
-    static CaseDef firstLastAppend(String name, long seed, String kind) {
-        CaseDef c = new CaseDef(name, seed, "window_aggregate");
-        List<CaseDef.Col> cols = cols(false);
-        windowQuery(c, cols, tvf(kind), kind, size(kind), slide(kind), 0, firstLast(cols));
-        generate(c, new SplitMix64(c.seed), 500, slide(kind), 0, 12000, false, w -> true);
-        c.description = kind + " on TIMESTAMP(3), insert-only: FIRST_VALUE / LAST_VALUE (nulls skipped) next to "
-                + "COUNT(*) in a window of several slices; late rows and watermarks at slice edges as in the other "
-                + "window cases.";
-        return c;
     }
 
     /**
