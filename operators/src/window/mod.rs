@@ -8,7 +8,7 @@
 //! | table | address | value |
 //! |---|---|---|
 //! | `<id>.acc` (map) | prefix = group key, user key = slice end (8 bytes, sign-flipped big-endian: byte order = time order) | the slice's accumulators (the group aggregate's accumulator row) |
-//! | `<id>.companions` (map, only with DISTINCT or MIN/MAX on retracting input) | prefix = group key ‖ slice end (8 bytes), user key = companion tag ‖ value | value count |
+//! | `<id>.companions` (map, only with DISTINCT, or MIN/MAX/FIRST/LAST on retracting input) | prefix = group key ‖ slice end (8 bytes), user key = a companion key (`companion_key`: tag ‖ sort key of the value, or FIRST/LAST order entries) | value count (1 for order entries) |
 //! | `<id>.timers` (event-time timers) | key = group key, namespace = window end (8 bytes, sign-flipped BE), timestamp = the window's fire time | — |
 //! | `<id>.watermark` (keyed) | every key group of the store's range, key = empty | the current watermark |
 //!
@@ -60,7 +60,8 @@ use crate::spec::GroupAggSpec;
 use crate::value::{avg, count_of};
 
 /// The state format version of [`WindowAggregate`] (tables as in the module docs).
-pub const WINDOW_AGG_STATE_VERSION: u32 = 1;
+/// Version 2: the companions' user keys of the group aggregate's version 2.
+pub const WINDOW_AGG_STATE_VERSION: u32 = 2;
 
 /// An event-time window aggregate over a store `S` (see the module docs).
 pub struct WindowAggregate<S: MapStateStore + TimerStateStore> {
