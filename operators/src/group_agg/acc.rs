@@ -411,6 +411,16 @@ fn retract_one(
     Ok(())
 }
 
+/// Writes the value entry prefix `tag + 1 ‖ sort key of v` of a FIRST/LAST with retraction
+/// into `key_buf` and returns the order entries' tag; `None` for a null (ignored).
+fn order_value_key(p: &Phys, v: &Scalar, key_buf: &mut Vec<u8>) -> Result<Option<u16>> {
+    let tag = p.tag.unwrap_or(0);
+    let value_tag = tag
+        .checked_add(1)
+        .ok_or_else(|| Error::unsupported("companion tags"))?;
+    Ok(companion_key::encode(value_tag, v, &p.arg_type, key_buf)?.then_some(tag))
+}
+
 /// `FirstValueWithRetractAggFunction.accumulate` / `LastValueWithRetractAggFunction`'s.
 ///
 /// Flink takes each accumulated value's order from `System.currentTimeMillis()`; values of one
@@ -429,13 +439,10 @@ fn order_accumulate(
     companion: &mut dyn Companion,
     key_buf: &mut Vec<u8>,
 ) -> Result<()> {
-    let (o, tag) = (p.acc_offset, p.tag.unwrap_or(0));
-    let value_tag = tag
-        .checked_add(1)
-        .ok_or_else(|| Error::unsupported("companion tags"))?;
-    if !companion_key::encode(value_tag, v, &p.arg_type, key_buf)? {
+    let o = p.acc_offset;
+    let Some(tag) = order_value_key(p, v, key_buf)? else {
         return Ok(());
-    }
+    };
     let seq = count_of(acc_field(acc, o + 1)).cast_unsigned();
     set_field(acc, o + 1, Scalar::Int64(seq.wrapping_add(1).cast_signed()));
     companion.set(&companion_key::order_entry(tag, seq, key_buf), 1)?;
@@ -461,13 +468,10 @@ fn order_retract(
     companion: &mut dyn Companion,
     key_buf: &mut Vec<u8>,
 ) -> Result<()> {
-    let (o, tag) = (p.acc_offset, p.tag.unwrap_or(0));
-    let value_tag = tag
-        .checked_add(1)
-        .ok_or_else(|| Error::unsupported("companion tags"))?;
-    if !companion_key::encode(value_tag, v, &p.arg_type, key_buf)? {
+    let o = p.acc_offset;
+    let Some(tag) = order_value_key(p, v, key_buf)? else {
         return Ok(());
-    }
+    };
     let Some(oldest) = companion.edge(key_buf, false)? else {
         return Ok(());
     };

@@ -507,6 +507,11 @@ mod tests {
             vec![AggCall::new(AggFunction::FirstValue, vec![1])],
             false,
         );
-        assert!(matches!(plan(&spec), Err(Error::Unsupported { .. })));
+        // FIRST_VALUE with retraction: value + sequence, two companion tags, one phase.
+        let p = plan(&spec).unwrap();
+        assert_eq!(p.phys[0].acc_width(), 2);
+        assert_eq!(p.phys[0].tag, Some(0));
+        assert_eq!(p.companion_tags, 2);
+        assert!(!p.two_phase);
     }
 }
