@@ -1,14 +1,17 @@
-//! Criterion benches of the operators on memory-store: rows/s per operator, MIN with
-//! retraction on a 100k-element group (ordered seek vs the full scan Flink's
-//! `updateMin` does), and the join probe with 1, 100 and 10k records per key.
+//! Criterion benches of the operators on both backends (memory-store, typed-store): rows/s
+//! per operator, state bytes per key (printed), MIN with retraction on a 100k-element group
+//! (one ordered seek vs the full scan Flink's `updateMin` does), and the join probe with 1,
+//! 100 and 10k records per key.
+
+mod common;
 
 use std::hint::black_box;
 use std::ops::ControlFlow;
-use std::time::Duration;
 
 use arrow_schema::{DataType, Field, Fields};
+use common::{BenchStore, Done};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use keygroup::{MaxParallelism, Parallelism};
+use keygroup::MaxParallelism;
 use memory_store::MemoryStore;
 use operators::{
     AggCall, AggFunction, ChangelogBatch, GroupAggSpec, GroupAggregate, InnerJoin, JoinSide,
@@ -16,16 +19,8 @@ use operators::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use state_api::{
-    I64Codec, MapHydration, MapStateStore, MapTable, Scalar, ScanDirection, StoreConfig,
-    UserKeyRange,
-};
-
-fn store() -> MemoryStore {
-    let mp = MaxParallelism::new(128).expect("max parallelism");
-    let config = StoreConfig::for_subtask(mp, Parallelism::new(1).expect("p"), 0).expect("cfg");
-    MemoryStore::new(config)
-}
+use state_api::{I64Codec, MapHydration, MapTable, Scalar, ScanDirection, UserKeyRange};
+use typed_store::RocksStore;
 
 fn kv_fields() -> Fields {
     Fields::from(vec![
@@ -55,77 +50,141 @@ fn bundles(rows: usize, keys: i64, bundle: usize, seed: u64) -> Vec<ChangelogBat
 }
 
 const ROWS: usize = 100_000;
+const KEYS: i64 = 1_000;
 
-fn group_aggregate(c: &mut Criterion) {
-    let input = bundles(ROWS, 1_000, 1_000, 42);
-    let mut g = c.benchmark_group("group_agg");
+fn agg_spec(insert_only: bool) -> GroupAggSpec {
+    GroupAggSpec::new(
+        kv_fields(),
+        vec![0],
+        vec![
+            AggCall::new(AggFunction::CountStar, vec![]),
+            AggCall::new(AggFunction::Sum, vec![1]),
+            AggCall::new(AggFunction::Min, vec![1]),
+            AggCall::new(AggFunction::Max, vec![1]),
+        ],
+        insert_only,
+    )
+}
+
+#[expect(clippy::cast_precision_loss, reason = "a printed ratio")]
+fn per(bytes: u64, n: usize) -> f64 {
+    bytes as f64 / n as f64
+}
+
+fn group_aggregate_on<S: BenchStore>(c: &mut Criterion, input: &[ChangelogBatch]) {
+    let mut g = c.benchmark_group(format!("group_agg/{}", S::NAME));
     g.throughput(Throughput::Elements(ROWS as u64));
     g.sample_size(10);
+    // insert-only: COUNT(*), SUM, MIN, MAX; retract plan: the same calls as Flink plans them
+    // for a retracting input (MIN/MAX with value -> count companions), fed the same +I rows.
     for (name, insert_only) in [("insert_only", true), ("retract_plan", false)] {
         g.bench_function(name, |b| {
             b.iter_batched(
-                store,
+                S::fresh,
                 |mut st| {
-                    let spec = GroupAggSpec::new(
-                        kv_fields(),
-                        vec![0],
-                        vec![
-                            AggCall::new(AggFunction::CountStar, vec![]),
-                            AggCall::new(AggFunction::Sum, vec![1]),
-                            AggCall::new(AggFunction::Min, vec![1]),
-                            AggCall::new(AggFunction::Max, vec![1]),
-                        ],
-                        insert_only,
-                    );
-                    let mut op = GroupAggregate::try_new("g", spec, &mut st).expect("open");
-                    for bundle in &input {
+                    let mut op =
+                        GroupAggregate::try_new("g", agg_spec(insert_only), &mut st).expect("open");
+                    for bundle in input {
                         black_box(op.process_bundle(bundle).expect("bundle"));
                     }
+                    drop(op);
+                    Done(Some(st))
                 },
                 BatchSize::PerIteration,
             );
         });
     }
     g.finish();
+    for (name, insert_only, tables) in [
+        ("insert_only", true, &["g.acc"][..]),
+        ("retract_plan", false, &["g.acc", "g.companions"][..]),
+    ] {
+        let mut st = S::fresh();
+        let base = st.state_bytes(&[]);
+        let mut op = GroupAggregate::try_new("g", agg_spec(insert_only), &mut st).expect("open");
+        for bundle in input {
+            op.process_bundle(bundle).expect("bundle");
+        }
+        drop(op);
+        let bytes = st.state_bytes(tables).saturating_sub(base);
+        println!(
+            "state group_agg/{}/{name}: {bytes} bytes for {KEYS} keys ({ROWS} rows), {:.0} bytes \
+             per key",
+            S::NAME,
+            per(bytes, usize::try_from(KEYS).unwrap_or(1)),
+        );
+        st.discard();
+    }
 }
 
-fn top1(c: &mut Criterion) {
-    let input = bundles(ROWS, 1_000, 1_000, 43);
-    let mut g = c.benchmark_group("top1");
+fn group_aggregate(c: &mut Criterion) {
+    let input = bundles(ROWS, KEYS, 1_000, 42);
+    group_aggregate_on::<MemoryStore>(c, &input);
+    group_aggregate_on::<RocksStore>(c, &input);
+}
+
+fn top1_spec() -> Top1Spec {
+    Top1Spec::new(
+        kv_fields(),
+        vec![0],
+        vec![SortColumn {
+            column: 1,
+            descending: true,
+            nulls_last: true,
+        }],
+        false,
+    )
+}
+
+fn top1_on<S: BenchStore>(c: &mut Criterion, input: &[ChangelogBatch]) {
+    let mut g = c.benchmark_group(format!("top1/{}", S::NAME));
     g.throughput(Throughput::Elements(ROWS as u64));
     g.sample_size(10);
     g.bench_function("desc", |b| {
         b.iter_batched(
-            store,
+            S::fresh,
             |mut st| {
-                let spec = Top1Spec::new(
-                    kv_fields(),
-                    vec![0],
-                    vec![SortColumn {
-                        column: 1,
-                        descending: true,
-                        nulls_last: true,
-                    }],
-                    false,
-                );
-                let mut op = Top1::try_new("t", spec, &mut st).expect("open");
-                for bundle in &input {
+                let mut op = Top1::try_new("t", top1_spec(), &mut st).expect("open");
+                for bundle in input {
                     black_box(op.process_bundle(bundle).expect("bundle"));
                 }
+                drop(op);
+                Done(Some(st))
             },
             BatchSize::PerIteration,
         );
     });
     g.finish();
+    let mut st = S::fresh();
+    let base = st.state_bytes(&[]);
+    let mut op = Top1::try_new("t", top1_spec(), &mut st).expect("open");
+    for bundle in input {
+        op.process_bundle(bundle).expect("bundle");
+    }
+    drop(op);
+    let bytes = st.state_bytes(&["t.winners"]).saturating_sub(base);
+    println!(
+        "state top1/{}: {bytes} bytes for {KEYS} partitions, {:.0} bytes per partition \
+         (memory-store: includes the winner cache's reservation)",
+        S::NAME,
+        per(bytes, usize::try_from(KEYS).unwrap_or(1)),
+    );
+    st.discard();
+}
+
+fn top1(c: &mut Criterion) {
+    let input = bundles(ROWS, KEYS, 1_000, 43);
+    top1_on::<MemoryStore>(c, &input);
+    top1_on::<RocksStore>(c, &input);
 }
 
 /// MIN with retraction on one group of 100k distinct values: each iteration retracts the
 /// current minimum and inserts it back (the new MIN is found by one ordered seek), next to
-/// a full scan of the same companion (what Flink's `updateMin` iterates).
-fn min_retract(c: &mut Criterion) {
+/// a full scan of a map table of the same 100k entries (what Flink's `updateMin` iterates).
+fn min_retract_on<S: BenchStore>(c: &mut Criterion) {
     const N: i64 = 100_000;
     let schema = schema_of(&kv_fields());
-    let mut st = store();
+    let mut st = S::fresh();
     let spec = GroupAggSpec::new(
         kv_fields(),
         vec![0],
@@ -148,12 +207,11 @@ fn min_retract(c: &mut Criterion) {
         ],
     )
     .expect("batch");
-    let mut g = c.benchmark_group("min_retract_100k");
+    let mut g = c.benchmark_group(format!("min_retract_100k/{}", S::NAME));
     g.bench_function("retract_min_seek", |b| {
         b.iter(|| black_box(op.process_bundle(&cycle).expect("cycle")));
     });
-    // The scan Flink's updateMin does, over an equal map table of 100k entries.
-    let mut st2 = store();
+    let mut st2 = S::fresh();
     let mut table = st2.open_map_table("scan", I64Codec, None).expect("table");
     let kg = MaxParallelism::new(128)
         .expect("mp")
@@ -187,15 +245,22 @@ fn min_retract(c: &mut Criterion) {
         });
     });
     g.finish();
+    drop((op, table));
+    st.discard();
+    st2.discard();
+}
+
+fn min_retract(c: &mut Criterion) {
+    min_retract_on::<MemoryStore>(c);
+    min_retract_on::<RocksStore>(c);
 }
 
 /// The join probe: one left `+I` then its `-D` against `n` right records of its key.
-fn join_probe(c: &mut Criterion) {
-    let mut g = c.benchmark_group("join_probe");
+fn join_probe_on<S: BenchStore>(c: &mut Criterion) {
+    let mut g = c.benchmark_group(format!("join_probe/{}", S::NAME));
     g.sample_size(10);
-    g.measurement_time(Duration::from_secs(3));
     for n in [1_i64, 100, 10_000] {
-        let mut st = store();
+        let mut st = S::fresh();
         let spec = JoinSpec::new(kv_fields(), kv_fields(), vec![0], vec![0]);
         let mut op = InnerJoin::try_new("j", &spec, &mut st).expect("open");
         let schema = schema_of(&kv_fields());
@@ -222,8 +287,24 @@ fn join_probe(c: &mut Criterion) {
                 )
             });
         });
+        drop(op);
+        if n == 10_000 {
+            let bytes = st.state_bytes(&["j.left", "j.right"]);
+            println!(
+                "state join/{}: {bytes} bytes for {n} records of one key, {:.0} bytes per \
+                 record",
+                S::NAME,
+                per(bytes, usize::try_from(n).unwrap_or(1)),
+            );
+        }
+        st.discard();
     }
     g.finish();
+}
+
+fn join_probe(c: &mut Criterion) {
+    join_probe_on::<MemoryStore>(c);
+    join_probe_on::<RocksStore>(c);
 }
 
 criterion_group!(benches, group_aggregate, top1, min_retract, join_probe);

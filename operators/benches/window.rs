@@ -1,14 +1,15 @@
-//! Criterion benches of the window aggregate and Top-N on memory-store: window aggregate
-//! rows/s (TUMBLE, HOP with size = 4 x slide, CUMULATE; two phases, Flink's default plan),
-//! state bytes per open window (printed once: the memory pool's bytes over open
-//! (key, window) timers), and Top-N with N = 10 over 100k partitions.
+//! Criterion benches of the window aggregate and Top-N on both backends (memory-store,
+//! typed-store): window aggregate rows/s (TUMBLE, HOP with size = 4 x slide, CUMULATE; two
+//! phases, Flink's default plan), state bytes per open window (printed once: the backend's
+//! bytes over open (key, window) timers), and Top-N with N = 10 over 100k partitions.
+
+mod common;
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
+use common::{BenchStore, Done};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use keygroup::{MaxParallelism, Parallelism};
 use memory_store::MemoryStore;
 use operators::{
     AggCall, AggFunction, ChangelogBatch, RowKind, SortColumn, TopN, TopNSpec, WindowAggSpec,
@@ -16,13 +17,8 @@ use operators::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use state_api::{KeyedStateStore, Scalar, StoreConfig};
-
-fn store() -> MemoryStore {
-    let mp = MaxParallelism::new(128).expect("max parallelism");
-    let config = StoreConfig::for_subtask(mp, Parallelism::new(1).expect("p"), 0).expect("cfg");
-    MemoryStore::new(config)
-}
+use state_api::Scalar;
+use typed_store::RocksStore;
 
 /// `k BIGINT, v BIGINT, ts TIMESTAMP(3)`.
 fn fields() -> Fields {
@@ -99,53 +95,65 @@ fn kinds() -> [(&'static str, WindowKind); 3] {
     ]
 }
 
-fn window_aggregate(c: &mut Criterion) {
-    let input = workload(42);
-    let mut g = c.benchmark_group("window_aggregate");
-    g.sample_size(10).measurement_time(Duration::from_secs(8));
+fn window_aggregate_on<S: BenchStore>(c: &mut Criterion, input: &[(ChangelogBatch, i64)]) {
+    let mut g = c.benchmark_group(format!("window_aggregate/{}", S::NAME));
+    g.sample_size(10);
     g.throughput(Throughput::Elements(ROWS as u64));
     for (name, kind) in kinds() {
         g.bench_function(format!("{name}/100k_rows_1k_keys"), |b| {
             b.iter_batched(
-                store,
+                S::fresh,
                 |mut st| {
                     let spec = WindowAggSpec::new(fields(), kind, 2, vec![0], aggs());
                     let mut op = WindowAggregate::try_new("w", spec, &mut st).expect("op");
                     let mut rows = 0;
-                    for (batch, wm) in &input {
+                    for (batch, wm) in input {
                         op.process_bundle(batch).expect("bundle");
                         rows += op.process_watermark(*wm).expect("wm").num_rows();
                     }
                     rows += op.process_watermark(i64::MAX).expect("end").num_rows();
-                    black_box(rows)
+                    black_box(rows);
+                    drop(op);
+                    Done(Some(st))
                 },
-                BatchSize::LargeInput,
+                BatchSize::PerIteration,
             );
         });
     }
     g.finish();
     // State bytes per open window: load every row without any watermark, so every
-    // (key, window) stays open, then divide the pool's bytes by the open timers.
+    // (key, window) stays open, then divide the backend's bytes by the open timers.
     for (name, kind) in kinds() {
-        let mut st = store();
+        let mut st = S::fresh();
         let spec = WindowAggSpec::new(fields(), kind, 2, vec![0], aggs());
+        let base = st.state_bytes(&[]);
         let mut op = WindowAggregate::try_new("w", spec, &mut st).expect("op");
-        let base = st.config().memory_pool().used();
-        for (batch, _) in &input {
+        for (batch, _) in input {
             op.process_bundle(batch).expect("bundle");
         }
-        let bytes = st.config().memory_pool().used() - base;
         let windows = op.pending_timers();
+        drop(op);
+        let bytes = st
+            .state_bytes(&["w.acc", "w.timers", "w.watermark"])
+            .saturating_sub(base);
         #[expect(clippy::cast_precision_loss, reason = "a printed ratio")]
         let per = bytes as f64 / windows as f64;
         println!(
-            "window_aggregate/{name}: {windows} open (key, window) pairs, {bytes} state bytes \
-             in the memory pool, {per:.0} bytes per open window"
+            "state window_aggregate/{}/{name}: {windows} open (key, window) pairs, {bytes} state \
+             bytes, {per:.0} bytes per open window",
+            S::NAME
         );
+        st.discard();
     }
 }
 
-fn top_n(c: &mut Criterion) {
+fn window_aggregate(c: &mut Criterion) {
+    let input = workload(42);
+    window_aggregate_on::<MemoryStore>(c, &input);
+    window_aggregate_on::<RocksStore>(c, &input);
+}
+
+fn top_n_on<S: BenchStore>(c: &mut Criterion) {
     const PARTITIONS: i64 = 100_000;
     const TOPN_ROWS: usize = 300_000;
     let mut rng = StdRng::seed_from_u64(7);
@@ -182,24 +190,31 @@ fn top_n(c: &mut Criterion) {
         10,
         true,
     );
-    let mut g = c.benchmark_group("top_n");
-    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    let mut g = c.benchmark_group(format!("top_n/{}", S::NAME));
+    g.sample_size(10);
     g.throughput(Throughput::Elements(TOPN_ROWS as u64));
     g.bench_function("n10_100k_partitions/append_300k_rows", |b| {
         b.iter_batched(
-            store,
+            S::fresh,
             |mut st| {
                 let mut op = TopN::try_new("t", spec.clone(), &mut st).expect("op");
                 let mut n = 0;
                 for batch in &batches {
                     n += op.process_bundle(batch).expect("bundle").num_rows();
                 }
-                black_box(n)
+                black_box(n);
+                drop(op);
+                Done(Some(st))
             },
-            BatchSize::LargeInput,
+            BatchSize::PerIteration,
         );
     });
     g.finish();
+}
+
+fn top_n(c: &mut Criterion) {
+    top_n_on::<MemoryStore>(c);
+    top_n_on::<RocksStore>(c);
 }
 
 criterion_group!(benches, window_aggregate, top_n);

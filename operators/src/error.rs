@@ -61,6 +61,13 @@ pub enum Error {
         /// What is not supported.
         what: String,
     },
+    /// A query Flink 2.3.0's planner itself refuses (its message), so there is no Flink
+    /// behaviour to reproduce.
+    #[error("Flink 2.3.0 refuses this query: {message}")]
+    RefusedByFlink {
+        /// Flink's exception message.
+        message: String,
+    },
     /// The spec is inconsistent (an index out of range, an aggregate without its argument).
     #[error("invalid spec: {reason}")]
     InvalidSpec {
@@ -90,6 +97,13 @@ impl Error {
     /// An [`Error::Unsupported`] for `what`.
     pub(crate) fn unsupported(what: impl Into<String>) -> Self {
         Self::Unsupported { what: what.into() }
+    }
+
+    /// An [`Error::RefusedByFlink`] with Flink's `message`.
+    pub(crate) fn refused(message: impl Into<String>) -> Self {
+        Self::RefusedByFlink {
+            message: message.into(),
+        }
     }
 
     /// An [`Error::InvalidSpec`] for `reason`.

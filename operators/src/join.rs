@@ -132,7 +132,9 @@ impl<S: MapStateStore> InnerJoin<S> {
         &self.output
     }
 
-    /// Processes one bundle: `segments` in arrival order, each a batch of one side.
+    /// Processes one bundle: `segments` in arrival order, each a batch of one side. The
+    /// bundle's whole output is one batch; [`process_bundle_chunked`](Self::process_bundle_chunked)
+    /// bounds it.
     ///
     /// # Errors
     /// Input errors of any segment before any state changes; a store error.
@@ -140,6 +142,32 @@ impl<S: MapStateStore> InnerJoin<S> {
         &mut self,
         segments: &[(JoinSide, &ChangelogBatch)],
     ) -> Result<ChangelogBatch> {
+        let mut chunks = Vec::new();
+        self.process_bundle_chunked(segments, usize::MAX, &mut |b| {
+            chunks.push(b);
+            Ok(())
+        })?;
+        Ok(chunks
+            .pop()
+            .unwrap_or_else(|| ChangelogBatch::empty(&self.output)))
+    }
+
+    /// Processes one bundle like [`process_bundle`](Self::process_bundle), handing the output
+    /// to `sink` in order as batches of at most `chunk_rows` rows (at least 1) while the
+    /// bundle runs: a probe that iterates lazily (its cache reservation refused) never holds
+    /// more than one chunk of output, whatever the number of matches (a key with 10k records
+    /// times their counts).
+    ///
+    /// # Errors
+    /// Input errors of any segment before any state changes (nothing reached `sink`); a
+    /// store error, or `sink`'s error, which stops the bundle (chunks already handed over
+    /// stay delivered; the bundle's state changes are not committed).
+    pub fn process_bundle_chunked(
+        &mut self,
+        segments: &[(JoinSide, &ChangelogBatch)],
+        chunk_rows: usize,
+        sink: &mut dyn FnMut(ChangelogBatch) -> Result<()>,
+    ) -> Result<()> {
         // Validate and encode everything first.
         let mut work: Vec<Work> = Vec::new();
         for (side, batch) in segments {
@@ -168,7 +196,12 @@ impl<S: MapStateStore> InnerJoin<S> {
             self.left.table.commit_bundle()?;
             return Err(e.into());
         }
-        let mut out: Vec<(RowKind, Row)> = Vec::new();
+        let mut out = Emitter {
+            rows: Vec::new(),
+            chunk_rows: chunk_rows.max(1),
+            schema: Arc::clone(&self.output),
+            sink,
+        };
         let mut cache: HashMap<(bool, Vec<u8>), Decoded> = HashMap::new();
         let mut reservation = MemoryReservation::new(Arc::clone(&self.pool));
         for (side, kind, row, kg, key, record, null_key) in &work {
@@ -213,9 +246,10 @@ impl<S: MapStateStore> InnerJoin<S> {
             }
         }
         reservation.free();
+        out.flush()?;
         self.left.table.commit_bundle()?;
         self.right.table.commit_bundle()?;
-        ChangelogBatch::from_rows(&self.output, &out)
+        Ok(())
     }
 
     /// Emits the matches of `row` with the other side's records of `key`, each `count`
@@ -230,12 +264,11 @@ impl<S: MapStateStore> InnerJoin<S> {
         key: &[u8],
         cache: &mut HashMap<(bool, Vec<u8>), Decoded>,
         reservation: &mut MemoryReservation,
-        out: &mut Vec<(RowKind, Row)>,
+        out: &mut Emitter<'_>,
     ) -> Result<()> {
         let cache_key = (!is_left, key.to_vec());
         if let Some(decoded) = cache.get(&cache_key) {
-            emit(self.condition.as_ref(), is_left, kind, row, decoded, out);
-            return Ok(());
+            return emit(self.condition.as_ref(), is_left, kind, row, decoded, out);
         }
         let condition = self.condition.as_ref();
         let budget = self.probe_cache_bytes;
@@ -272,11 +305,18 @@ impl<S: MapStateStore> InnerJoin<S> {
                         return ControlFlow::Continue(());
                     }
                     lazy = true;
-                    emit(condition, is_left, kind, row, &decoded, out);
-                    decoded.clear();
+                    let emitted = emit(condition, is_left, kind, row, &decoded, out);
+                    decoded = Vec::new();
                     reservation.shrink(cached_bytes);
+                    if let Err(e) = emitted {
+                        failure = Some(e);
+                        return ControlFlow::Break(());
+                    }
                 }
-                emit(condition, is_left, kind, row, &[(r, *count)], out);
+                if let Err(e) = emit(condition, is_left, kind, row, &[(r, *count)], out) {
+                    failure = Some(e);
+                    return ControlFlow::Break(());
+                }
                 ControlFlow::Continue(())
             },
         )?;
@@ -284,7 +324,7 @@ impl<S: MapStateStore> InnerJoin<S> {
             return Err(e);
         }
         if !lazy {
-            emit(condition, is_left, kind, row, &decoded, out);
+            emit(condition, is_left, kind, row, &decoded, out)?;
             cache.insert(cache_key, decoded);
         }
         Ok(())
@@ -322,14 +362,42 @@ impl<S: MapStateStore> InnerJoin<S> {
     }
 }
 
+/// The output of a bundle under construction, handed to the sink every `chunk_rows` rows.
+struct Emitter<'a> {
+    rows: Vec<(RowKind, Row)>,
+    chunk_rows: usize,
+    schema: SchemaRef,
+    sink: &'a mut dyn FnMut(ChangelogBatch) -> Result<()>,
+}
+
+impl Emitter<'_> {
+    fn push(&mut self, kind: RowKind, row: Row) -> Result<()> {
+        self.rows.push((kind, row));
+        if self.rows.len() >= self.chunk_rows {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the pending rows (if any) to the sink.
+    fn flush(&mut self) -> Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let batch = ChangelogBatch::from_rows(&self.schema, &self.rows)?;
+        self.rows.clear();
+        (self.sink)(batch)
+    }
+}
+
 fn emit(
     condition: Option<&JoinCondition>,
     is_left: bool,
     kind: RowKind,
     row: &[Scalar],
     others: &[(Row, i64)],
-    out: &mut Vec<(RowKind, Row)>,
-) {
+    out: &mut Emitter<'_>,
+) -> Result<()> {
     for (other, count) in others {
         let (l, r) = if is_left {
             (row, other.as_slice())
@@ -343,7 +411,8 @@ fn emit(
             let mut joined = Vec::with_capacity(l.len() + r.len());
             joined.extend_from_slice(l);
             joined.extend_from_slice(r);
-            out.push((kind, joined));
+            out.push(kind, joined)?;
         }
     }
+    Ok(())
 }

@@ -63,13 +63,13 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 mod changelog;
+mod companion_key;
 mod condition;
 mod driver;
 mod error;
 mod group_agg;
 mod join;
 mod key;
-mod order_key;
 mod spec;
 mod top1;
 mod topn;

@@ -157,19 +157,20 @@ impl<S: MapStateStore> TopN<S> {
     /// Opens `spec`'s tables in `store` (`<operator_id>.rows`, `<operator_id>.seq`).
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for RANK / `DENSE_RANK` (Flink's message) or an order column
+    /// [`Error::RefusedByFlink`] for RANK / `DENSE_RANK` (Flink's message);
+    /// [`Error::Unsupported`] for an order column
     /// type without a sort key; [`Error::InvalidSpec`] for N = 0 or a column outside the
     /// input; a store error.
     pub fn try_new(operator_id: &str, spec: TopNSpec, store: &mut S) -> Result<Self> {
         match spec.function {
             RankFunction::RowNumber => {}
             RankFunction::Rank => {
-                return Err(Error::unsupported(
+                return Err(Error::refused(
                     "RANK() on streaming table is not supported currently",
                 ));
             }
             RankFunction::DenseRank => {
-                return Err(Error::unsupported(
+                return Err(Error::refused(
                     "DENSE_RANK() on streaming table is not supported currently",
                 ));
             }

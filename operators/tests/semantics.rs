@@ -451,6 +451,103 @@ fn join_probe_cache_is_transparent() {
     assert_rows(&run(500), &reference);
 }
 
+/// A pool that records the peak of its usage.
+#[derive(Debug, Default)]
+struct PeakPool {
+    inner: state_api::UnboundedMemoryPool,
+    peak: std::sync::atomic::AtomicUsize,
+}
+
+impl state_api::MemoryPool for PeakPool {
+    fn try_acquire(&self, bytes: usize) -> Result<(), state_api::Error> {
+        self.inner.try_acquire(bytes)?;
+        self.peak
+            .fetch_max(self.inner.used(), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    fn release(&self, bytes: usize) {
+        self.inner.release(bytes);
+    }
+    fn used(&self) -> usize {
+        self.inner.used()
+    }
+    fn capacity(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Bounded output chunks: a probe of a key with 10k records (one of them three times) that
+/// cannot cache them (budget 4 KiB) iterates lazily and hands the output over in chunks of
+/// at most 100 rows while it runs; the pool's peak is at most the budget above the peak of
+/// the same bundle with no cache at all (the store's own bytes); the chunks concatenate to
+/// exactly the unchunked, cached output.
+#[test]
+fn join_lazy_probe_emits_bounded_chunks() {
+    let f = fields(&[DataType::Int32, DataType::Int64]);
+    let spec = JoinSpec::new(f.clone(), f.clone(), vec![0], vec![0]);
+    let mut right: Vec<(RowKind, Vec<Scalar>)> =
+        (0..10_000).map(|v| (I, vec![k(1), l(v)])).collect();
+    right.extend((0..2).map(|_| (I, vec![k(1), l(5)])));
+    let probe = batch(&f, &[(I, vec![k(1), l(-1)])]);
+    let run = |budget: usize| {
+        let pool = Arc::new(PeakPool::default());
+        let mp = MaxParallelism::new(128).unwrap();
+        let config = StoreConfig::for_subtask(mp, Parallelism::new(1).unwrap(), 0)
+            .unwrap()
+            .with_memory_pool(Arc::clone(&pool) as Arc<dyn state_api::MemoryPool>);
+        let mut st = MemoryStore::new(config);
+        let mut op = InnerJoin::try_new("j", &spec, &mut st)
+            .unwrap()
+            .with_probe_cache_bytes(budget);
+        op.process_bundle(&[(JoinSide::Right, &batch(&f, &right))])
+            .unwrap();
+        pool.peak.store(
+            state_api::MemoryPool::used(pool.as_ref()),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        let mut chunks = Vec::new();
+        op.process_bundle_chunked(&[(JoinSide::Left, &probe)], 100, &mut |b| {
+            chunks.push(b.to_rows().unwrap());
+            Ok(())
+        })
+        .unwrap();
+        let peak = pool.peak.load(std::sync::atomic::Ordering::Relaxed);
+        (chunks, peak, op)
+    };
+    let (no_cache, store_peak, _) = run(0);
+    let (chunks, peak, mut op) = run(4096);
+    assert!(
+        peak <= store_peak + 4096,
+        "peak {peak}, store alone {store_peak}"
+    );
+    assert!(chunks.iter().all(|c| !c.is_empty() && c.len() <= 100));
+    assert_eq!(chunks.len(), 101, "10 002 rows in chunks of 100");
+    assert_eq!(chunks, no_cache);
+    let chunked: Vec<(RowKind, Vec<Scalar>)> = chunks.into_iter().flatten().collect();
+
+    let mut st = store();
+    let mut reference = InnerJoin::try_new("j", &spec, &mut st).unwrap();
+    reference
+        .process_bundle(&[(JoinSide::Right, &batch(&f, &right))])
+        .unwrap();
+    let whole = reference
+        .process_bundle(&[(JoinSide::Left, &probe)])
+        .unwrap()
+        .to_rows()
+        .unwrap();
+    assert_eq!(whole.len(), 10_002);
+    assert_rows(&chunked, &whole);
+    // A sink error stops the bundle and is returned.
+    let err = op
+        .process_bundle_chunked(&[(JoinSide::Left, &probe)], 10, &mut |_| {
+            Err(operators::Error::Unsupported {
+                what: "sink full".into(),
+            })
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("sink full"));
+}
+
 /// Hosts drive any one-input operator through the trait, bundle by bundle, and move its
 /// state through canonical snapshots under its operator id and version.
 #[test]
@@ -486,7 +583,12 @@ fn driver_runs_operators_behind_the_trait() {
         let out = run_bundles(op.as_mut(), &bundles).unwrap();
         let kinds: Vec<RowKind> = out.iter().flat_map(|b| b.kinds().to_vec()).collect();
         assert_eq!(kinds, [I, I, UB, UA], "{}", op.operator_id());
-        assert_eq!(op.state_version(), 1);
+        let version = if op.operator_id() == "g" {
+            operators::GROUP_AGG_STATE_VERSION
+        } else {
+            operators::TOP1_STATE_VERSION
+        };
+        assert_eq!(op.state_version(), version);
         let mut c = sfcs_format::MemoryContainer::new();
         let summary = op.snapshot(&mut c).unwrap();
         assert_eq!(summary.rows, 2, "{}", op.operator_id());

@@ -346,7 +346,7 @@ fn rank_and_dense_rank_are_refused_as_by_flink() {
             panic!("accepted")
         };
         assert!(
-            matches!(e, Error::Unsupported { .. }) && e.to_string().contains(msg),
+            matches!(e, Error::RefusedByFlink { .. }) && e.to_string().contains(msg),
             "{e}"
         );
     }

@@ -472,3 +472,49 @@ fn interrupted_run_restored_at_parallelism_2_equals_the_uninterrupted_run() {
         }
     }
 }
+
+/// Flink 2.3.0's planner refuses FIRST_VALUE / LAST_VALUE in HOP and CUMULATE windows, on
+/// insert-only and on retracting input (its `ValidationException`: the functions have no
+/// `merge`, which shared slices need; found with `compat/flink-operators`); TUMBLE takes them.
+#[test]
+fn first_last_in_hop_or_cumulate_is_refused_as_flink_refuses_it() {
+    let hop = WindowKind::Hop {
+        size_ms: 20 * SEC,
+        slide_ms: 5 * SEC,
+    };
+    let cumulate = WindowKind::Cumulate {
+        size_ms: 40 * SEC,
+        step_ms: 10 * SEC,
+    };
+    for (function, class) in [
+        (AggFunction::FirstValue, "FirstValue"),
+        (AggFunction::LastValue, "LastValue"),
+    ] {
+        let calls = vec![
+            AggCall::new(AggFunction::CountStar, vec![]),
+            AggCall::new(function, vec![1]),
+        ];
+        for kind in [hop, cumulate] {
+            for retract in [false, true] {
+                let mut s = WindowAggSpec::new(input(false), kind, 2, vec![0], calls.clone());
+                if retract {
+                    s = s.with_retracting_input();
+                }
+                let err = WindowAggregate::try_new("w", s, &mut store(1, 0))
+                    .err()
+                    .unwrap();
+                let want = format!(
+                    "{class}{}AggFunction",
+                    if retract { "WithRetract" } else { "" }
+                );
+                assert!(
+                    matches!(&err, Error::RefusedByFlink { message } if message.contains(&want)),
+                    "{err}"
+                );
+            }
+        }
+        let tumble = WindowKind::Tumble { size_ms: 10 * SEC };
+        let s = WindowAggSpec::new(input(false), tumble, 2, vec![0], calls).with_retracting_input();
+        assert!(WindowAggregate::try_new("w", s, &mut store(1, 0)).is_ok());
+    }
+}

@@ -2,7 +2,8 @@
 
 For every window_aggregate case directory given: replays input.jsonl with the README's rules (a row counts
 in every window containing it whose end - 1, in UTC, is above the current watermark when it arrives;
-TIMESTAMP_LTZ windows on local time; TUMBLE offset) and compares the multiset of (key, COUNT(*),
+a retraction (-U/-D) counts -1 there; a window is emitted when its count is not 0 (the record counter's
+emptiness check); TIMESTAMP_LTZ windows on local time; TUMBLE offset) and compares the multiset of (key, COUNT(*),
 window_start, window_end) with output.jsonl. Only the row count is modelled, not the other aggregates;
 cases of other operators are reported as skipped. Exit status 1 if any case differs.
 """
@@ -51,8 +52,8 @@ def check(d):
         t = int(e["row"][tcol]) + shift
         for s, end in windows(w, t):
             if end - shift - 1 > wm:
-                counts[(json.dumps(e["row"][key]), s, end)] += 1
-    expected = sorted((k, n, s, e) for (k, s, e), n in counts.items())
+                counts[(json.dumps(e["row"][key]), s, end)] += -1 if e["kind"] in ("-U", "-D") else 1
+    expected = sorted((k, n, s, e) for (k, s, e), n in counts.items() if n != 0)
     got = sorted(
         (json.dumps(r["row"][0]), int(r["row"][1]), int(r["row"][-2]), int(r["row"][-1]))
         for r in map(json.loads, open(os.path.join(d, "output.jsonl")))

@@ -9,11 +9,11 @@ use std::ops::{Bound, ControlFlow};
 
 use arrow_schema::DataType;
 use keygroup::KeyGroup;
-use state_api::{I64Codec, MapTable, Row, Scalar, ScanDirection, UserKeyRange};
+use state_api::{I64Codec, MapTable, Row, Scalar, ScanDirection, UserKeyRange, prefix_successor};
 
 use super::plan::{Phys, PhysKind, Plan};
+use crate::companion_key;
 use crate::error::{Error, Result};
-use crate::order_key;
 use crate::value::{avg, count_of, java_equals, minus, plus, sql_gt, sql_lt, zero_of};
 
 /// A group's value -> count companions (MIN/MAX with retraction, DISTINCT): in the state
@@ -23,8 +23,8 @@ pub(crate) trait Companion {
     fn count(&mut self, user_key: &[u8]) -> Result<i64>;
     /// Sets the count (removes the entry at 0).
     fn set(&mut self, user_key: &[u8], count: i64) -> Result<()>;
-    /// The smallest (`reverse = false`) or largest user key of `tag`.
-    fn edge(&mut self, tag: u16, reverse: bool) -> Result<Option<Vec<u8>>>;
+    /// The smallest (`reverse = false`) or largest user key starting with `start`.
+    fn edge(&mut self, start: &[u8], reverse: bool) -> Result<Option<Vec<u8>>>;
 }
 
 /// A group's companions in a map table (prefix = the group key).
@@ -53,11 +53,10 @@ impl<M: MapTable<Codec = I64Codec>> Companion for StateCompanion<'_, M> {
         Ok(())
     }
 
-    fn edge(&mut self, tag: u16, reverse: bool) -> Result<Option<Vec<u8>>> {
-        let lo = order_key::tag_bytes(tag);
-        let hi = tag.checked_add(1).map(order_key::tag_bytes);
+    fn edge(&mut self, start: &[u8], reverse: bool) -> Result<Option<Vec<u8>>> {
+        let hi = prefix_successor(start);
         let range = UserKeyRange::new(
-            Bound::Included(&lo),
+            Bound::Included(start),
             hi.as_ref()
                 .map_or(Bound::Unbounded, |h| Bound::Excluded(h.as_slice())),
         );
@@ -101,11 +100,9 @@ impl Companion for LocalCompanion {
         Ok(())
     }
 
-    fn edge(&mut self, tag: u16, reverse: bool) -> Result<Option<Vec<u8>>> {
-        let lo = order_key::tag_bytes(tag).to_vec();
-        let hi = tag.checked_add(1).map(|t| order_key::tag_bytes(t).to_vec());
-        let upper = hi.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut range = self.entries.range((Bound::Included(lo), upper));
+    fn edge(&mut self, start: &[u8], reverse: bool) -> Result<Option<Vec<u8>>> {
+        let upper = prefix_successor(start).map_or(Bound::Unbounded, Bound::Excluded);
+        let mut range = self.entries.range((Bound::Included(start.to_vec()), upper));
         let k = if reverse {
             range.next_back()
         } else {
@@ -118,9 +115,9 @@ impl Companion for LocalCompanion {
 impl LocalCompanion {
     /// The entries of `tag`.
     fn tagged(&self, tag: u16) -> Vec<(Vec<u8>, i64)> {
-        let lo = order_key::tag_bytes(tag).to_vec();
+        let lo = companion_key::tag_bytes(tag).to_vec();
         let upper = tag.checked_add(1).map_or(Bound::Unbounded, |t| {
-            Bound::Excluded(order_key::tag_bytes(t).to_vec())
+            Bound::Excluded(companion_key::tag_bytes(t).to_vec())
         });
         self.entries
             .range((Bound::Included(lo), upper))
@@ -252,7 +249,7 @@ pub(crate) fn apply_row(
     }
     for set in &plan.distincts {
         let v = row.get(set.arg).unwrap_or(&Scalar::Null);
-        if !order_key::encode(set.tag, v, key_buf) {
+        if !companion_key::encode(set.tag, v, &set.arg_type, key_buf)? {
             continue;
         }
         let key = key_buf.clone();
@@ -344,6 +341,9 @@ fn accumulate_one(
                 }
             }
         }
+        PhysKind::First | PhysKind::Last if p.retract => {
+            order_accumulate(p, acc, v, companion, key_buf)?;
+        }
         PhysKind::First => {
             if !v.is_null() && acc_field(acc, o).is_null() {
                 set_field(acc, o, v.clone());
@@ -399,9 +399,92 @@ fn retract_one(
             }
         }
         PhysKind::Min | PhysKind::Max => extreme_retract(p, acc, v, companion, key_buf)?,
-        PhysKind::First | PhysKind::Last => {
-            return Err(Error::unsupported("retraction of FIRST_VALUE / LAST_VALUE"));
+        PhysKind::First | PhysKind::Last if p.retract => {
+            order_retract(p, acc, v, companion, key_buf)?;
         }
+        PhysKind::First | PhysKind::Last => {
+            return Err(Error::unsupported(
+                "retraction of FIRST_VALUE / LAST_VALUE planned for insert-only input",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the value entry prefix `tag + 1 ‖ sort key of v` of a FIRST/LAST with retraction
+/// into `key_buf` and returns the order entries' tag; `None` for a null (ignored).
+fn order_value_key(p: &Phys, v: &Scalar, key_buf: &mut Vec<u8>) -> Result<Option<u16>> {
+    let tag = p.tag.unwrap_or(0);
+    let value_tag = tag
+        .checked_add(1)
+        .ok_or_else(|| Error::unsupported("companion tags"))?;
+    Ok(companion_key::encode(value_tag, v, &p.arg_type, key_buf)?.then_some(tag))
+}
+
+/// `FirstValueWithRetractAggFunction.accumulate` / `LastValueWithRetractAggFunction`'s.
+///
+/// Flink takes each accumulated value's order from `System.currentTimeMillis()`; values of one
+/// millisecond share an order and keep arrival order inside its list, FIRST keeps the earlier
+/// (`prevOrder > order` replaces), LAST takes the later (`prevOrder <= order`). So on a clock
+/// that never goes back, Flink's result is that of a strictly increasing arrival sequence;
+/// the clock only adds nondeterminism (a clock stepped back reorders). Here the order is the
+/// group's arrival sequence (accumulator field `o + 1`), so results are deterministic and
+/// equal Flink's whenever its clock is monotonic. Entries: `tag ‖ seq ‖ value` (the order
+/// map, ordered by arrival) and `tag + 1 ‖ value ‖ seq` (per value its orders, oldest first);
+/// see `companion_key`.
+fn order_accumulate(
+    p: &Phys,
+    acc: &mut [Scalar],
+    v: &Scalar,
+    companion: &mut dyn Companion,
+    key_buf: &mut Vec<u8>,
+) -> Result<()> {
+    let o = p.acc_offset;
+    let Some(tag) = order_value_key(p, v, key_buf)? else {
+        return Ok(());
+    };
+    let seq = count_of(acc_field(acc, o + 1)).cast_unsigned();
+    set_field(acc, o + 1, Scalar::Int64(seq.wrapping_add(1).cast_signed()));
+    companion.set(&companion_key::order_entry(tag, seq, key_buf), 1)?;
+    key_buf.extend_from_slice(&seq.to_be_bytes());
+    companion.set(key_buf, 1)?;
+    if p.kind == PhysKind::Last || acc_field(acc, o).is_null() {
+        set_field(acc, o, v.clone());
+    }
+    Ok(())
+}
+
+/// `FirstValueWithRetractAggFunction.retract` / `LastValueWithRetractAggFunction`'s: the
+/// value's oldest order is removed (one seek over the value's entries); nothing happens for a
+/// value not in the map. When the value equals the current result, the new result is the
+/// first (FIRST) or last (LAST) order entry left: one ordered seek, where Flink iterates
+/// every key of its `orderToValueMap`. (Flink looks for the smallest order `>= firstOrder` /
+/// largest `<= lastOrder`; with increasing orders no entry lies beyond, so that is the
+/// first / last entry.)
+fn order_retract(
+    p: &Phys,
+    acc: &mut [Scalar],
+    v: &Scalar,
+    companion: &mut dyn Companion,
+    key_buf: &mut Vec<u8>,
+) -> Result<()> {
+    let o = p.acc_offset;
+    let Some(tag) = order_value_key(p, v, key_buf)? else {
+        return Ok(());
+    };
+    let Some(oldest) = companion.edge(key_buf, false)? else {
+        return Ok(());
+    };
+    let seq = companion_key::trailing_seq(&oldest)?;
+    companion.set(&oldest, 0)?;
+    companion.set(&companion_key::order_entry(tag, seq, key_buf), 0)?;
+    if java_equals(v, acc_field(acc, o)) {
+        let next = companion.edge(&companion_key::tag_bytes(tag), p.kind == PhysKind::Last)?;
+        let value = match next {
+            Some(k) => companion_key::decode_order_entry(&k, &p.arg_type)?,
+            None => Scalar::Null,
+        };
+        set_field(acc, o, value);
     }
     Ok(())
 }
@@ -425,7 +508,7 @@ fn extreme_accumulate(
     key_buf: &mut Vec<u8>,
 ) -> Result<()> {
     let (o, tag) = (p.acc_offset, p.tag.unwrap_or(0));
-    if v.is_null() || !order_key::encode(tag, v, key_buf) {
+    if !companion_key::encode(tag, v, &p.arg_type, key_buf)? {
         return Ok(());
     }
     let map_size = count_of(acc_field(acc, o + 1));
@@ -452,7 +535,7 @@ fn extreme_retract(
     key_buf: &mut Vec<u8>,
 ) -> Result<()> {
     let (o, tag) = (p.acc_offset, p.tag.unwrap_or(0));
-    if v.is_null() || !order_key::encode(tag, v, key_buf) {
+    if !companion_key::encode(tag, v, &p.arg_type, key_buf)? {
         return Ok(());
     }
     let count = companion.count(key_buf)? - 1;
@@ -474,7 +557,7 @@ fn extreme_retract(
 /// `updateMin` / `updateMax`: the extreme over every entry of the companion.
 fn update_extreme(p: &Phys, acc: &mut [Scalar], companion: &mut dyn Companion) -> Result<()> {
     let (o, tag) = (p.acc_offset, p.tag.unwrap_or(0));
-    if let Some(k) = companion.edge(tag, p.kind == PhysKind::Max)? {
+    if let Some(k) = companion.edge(&companion_key::tag_bytes(tag), p.kind == PhysKind::Max)? {
         let v = decode_value(&k, &p.arg_type)?;
         set_field(acc, o, v);
     } else {
@@ -485,10 +568,7 @@ fn update_extreme(p: &Phys, acc: &mut [Scalar], companion: &mut dyn Companion) -
 }
 
 fn decode_value(user_key: &[u8], data_type: &DataType) -> Result<Scalar> {
-    order_key::decode(user_key, data_type).ok_or(Error::CorruptState {
-        table: "companions",
-        reason: "a companion key does not decode as its value type",
-    })
+    companion_key::decode(user_key, data_type)
 }
 
 /// Merges a bundle's local accumulators (`other`, with its local companions) into `acc`

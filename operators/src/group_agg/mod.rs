@@ -26,8 +26,10 @@ use crate::spec::{ChangelogMode, GroupAggSpec};
 use crate::value::{avg, count_of, field_eq};
 
 /// The state format version of [`GroupAggregate`]: accumulator rows (one field per
-/// accumulator of the node, see the crate docs) and companion counts (see `order_key`).
-pub const GROUP_AGG_STATE_VERSION: u32 = 1;
+/// accumulator of the node, see the crate docs) and companion entries (user keys in
+/// `companion_key`). Version 2: companion keys are `state_api` sort keys, and
+/// FIRST/LAST with retraction keep order entries.
+pub const GROUP_AGG_STATE_VERSION: u32 = 2;
 
 /// A non-windowed GROUP BY over a store `S` (see the crate docs for the reproduced
 /// semantics).

@@ -46,7 +46,8 @@ pub(crate) struct Phys {
     pub distinct: Option<usize>,
     /// First accumulator field.
     pub acc_offset: usize,
-    /// Companion tag of a MIN/MAX with retraction.
+    /// Companion tag of a MIN/MAX with retraction (FIRST/LAST with retraction: this one and
+    /// the next).
     pub tag: Option<u16>,
 }
 
@@ -55,7 +56,11 @@ impl Phys {
     pub(crate) fn acc_width(&self) -> usize {
         match self.kind {
             PhysKind::Avg => 2,
-            PhysKind::Sum | PhysKind::Min | PhysKind::Max if self.retract => 2,
+            PhysKind::Sum | PhysKind::Min | PhysKind::Max | PhysKind::First | PhysKind::Last
+                if self.retract =>
+            {
+                2
+            }
             _ => 1,
         }
     }
@@ -197,17 +202,17 @@ impl Builder<'_> {
             }
             _ => arg_type.clone(),
         };
-        if self.retract && matches!(kind, PhysKind::First | PhysKind::Last) {
-            return Err(Error::unsupported(
-                "FIRST_VALUE / LAST_VALUE on retracting input (FirstValueWithRetractAggFunction)",
-            ));
-        }
         // Inside a distinct set, MIN/MAX see each value once; their companion is still needed
-        // for retraction.
-        let tag = if self.retract && matches!(kind, PhysKind::Min | PhysKind::Max) {
-            Some(self.next_tag()?)
-        } else {
-            None
+        // for retraction. FIRST/LAST with retraction take two tags: `tag` for the order
+        // entries (`orderToValueMap`), `tag + 1` for the value entries (`valueToOrderMap`).
+        let tag = match kind {
+            PhysKind::Min | PhysKind::Max if self.retract => Some(self.next_tag()?),
+            PhysKind::First | PhysKind::Last if self.retract => {
+                let t = self.next_tag()?;
+                self.next_tag()?;
+                Some(t)
+            }
+            _ => None,
         };
         let index = self.phys.len();
         self.phys.push(Phys {
@@ -502,6 +507,11 @@ mod tests {
             vec![AggCall::new(AggFunction::FirstValue, vec![1])],
             false,
         );
-        assert!(matches!(plan(&spec), Err(Error::Unsupported { .. })));
+        // FIRST_VALUE with retraction: value + sequence, two companion tags, one phase.
+        let p = plan(&spec).unwrap();
+        assert_eq!(p.phys[0].acc_width(), 2);
+        assert_eq!(p.phys[0].tag, Some(0));
+        assert_eq!(p.companion_tags, 2);
+        assert!(!p.two_phase);
     }
 }

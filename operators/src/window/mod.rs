@@ -8,7 +8,7 @@
 //! | table | address | value |
 //! |---|---|---|
 //! | `<id>.acc` (map) | prefix = group key, user key = slice end (8 bytes, sign-flipped big-endian: byte order = time order) | the slice's accumulators (the group aggregate's accumulator row) |
-//! | `<id>.companions` (map, only with DISTINCT or MIN/MAX on retracting input) | prefix = group key ‖ slice end (8 bytes), user key = companion tag ‖ value | value count |
+//! | `<id>.companions` (map, only with DISTINCT, or MIN/MAX/FIRST/LAST on retracting input) | prefix = group key ‖ slice end (8 bytes), user key = a companion key (`companion_key`: tag ‖ sort key of the value, or FIRST/LAST order entries) | value count (1 for order entries) |
 //! | `<id>.timers` (event-time timers) | key = group key, namespace = window end (8 bytes, sign-flipped BE), timestamp = the window's fire time | — |
 //! | `<id>.watermark` (keyed) | every key group of the store's range, key = empty | the current watermark |
 //!
@@ -60,7 +60,8 @@ use crate::spec::GroupAggSpec;
 use crate::value::{avg, count_of};
 
 /// The state format version of [`WindowAggregate`] (tables as in the module docs).
-pub const WINDOW_AGG_STATE_VERSION: u32 = 1;
+/// Version 2: the companions' user keys of the group aggregate's version 2.
+pub const WINDOW_AGG_STATE_VERSION: u32 = 2;
 
 /// An event-time window aggregate over a store `S` (see the module docs).
 pub struct WindowAggregate<S: MapStateStore + TimerStateStore> {
@@ -157,9 +158,22 @@ impl<S: MapStateStore + TimerStateStore> WindowAggregate<S> {
         agg_spec.output_names.clone_from(&spec.output_names);
         let plan = plan::plan(&agg_spec)?;
         if !plan.two_phase && !matches!(spec.window, WindowKind::Tumble { .. }) {
-            return Err(Error::unsupported(
-                "FIRST_VALUE / LAST_VALUE in a HOP or CUMULATE window (slices need merge)",
-            ));
+            // Slices shared by several windows need the functions' `merge`; Flink's planner
+            // checks for it and refuses FIRST_VALUE / LAST_VALUE (with or without retraction).
+            let (function, class) = match plan.phys.iter().find(|p| !p.mergeable()) {
+                Some(p) if p.kind == plan::PhysKind::Last => ("LAST_VALUE", "LastValue"),
+                _ => ("FIRST_VALUE", "FirstValue"),
+            };
+            let retract = if spec.input_insert_only {
+                ""
+            } else {
+                "WithRetract"
+            };
+            return Err(Error::refused(format!(
+                "Could not find an implementation method 'merge' in class \
+                 'org.apache.flink.table.runtime.functions.aggregate.{class}{retract}AggFunction' \
+                 for function '{function}' (HOP / CUMULATE windows merge slices)"
+            )));
         }
         let keys = KeyEncoder::try_new(
             &spec.input,

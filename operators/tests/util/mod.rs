@@ -393,7 +393,14 @@ pub fn load(dir: &Path) -> Result<Case, Result<Skip, String>> {
         "window_aggregate" => {
             let input = fields(&case["inputs"]["input"]).map_err(fail)?;
             input_names = vec!["input".into()];
-            let s = window_spec(&case, input)?;
+            // The shared schema: an input with any -U/+U/-D line was declared
+            // `ChangelogMode.all()` (a retracting changelog).
+            let lines = std::fs::read_to_string(dir.join("input.jsonl"))
+                .map_err(|e| fail(e.to_string()))?;
+            let insert_only = !["\"-U\"", "\"+U\"", "\"-D\""]
+                .iter()
+                .any(|k| lines.contains(k));
+            let s = window_spec(&case, input, insert_only)?;
             (OperatorSpec::Window(s), None)
         }
         "topn" => {
@@ -962,7 +969,11 @@ pub fn compare(case: &Case, actual: &[(RowKind, Row)], compare: Compare) -> Resu
 
 /// The window aggregate of a `window_aggregate` case: `spec.window`, `config.local_time_zone`,
 /// one or two phases as the plan shows.
-pub fn window_spec(case: &Json, input: Fields) -> Result<WindowAggSpec, Result<Skip, String>> {
+pub fn window_spec(
+    case: &Json,
+    input: Fields,
+    insert_only: bool,
+) -> Result<WindowAggSpec, Result<Skip, String>> {
     let spec = &case["spec"];
     let w = &spec["window"];
     let ms = |name: &str| {
@@ -1010,7 +1021,7 @@ pub fn window_spec(case: &Json, input: Fields) -> Result<WindowAggSpec, Result<S
     {
         s = s.with_phases(AggPhases::OnePhase);
     }
-    if spec["input_insert_only"].as_bool() == Some(false) {
+    if !insert_only || spec["input_insert_only"].as_bool() == Some(false) {
         s = s.with_retracting_input();
     }
     Ok(s)
