@@ -606,12 +606,12 @@ impl<C: ValueCodec> CanonicalTable for MemoryMapTable<C> {
         self.staged = None;
     }
 
-    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(self.ttl.is_some())
+    fn table_has_ttl(&self) -> bool {
+        self.ttl.is_some()
     }
 }
 

@@ -1106,12 +1106,12 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
         }
     }
 
-    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> keygroup::MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(self.ttl.is_some())
+    fn table_has_ttl(&self) -> bool {
+        self.ttl.is_some()
     }
 }
 
