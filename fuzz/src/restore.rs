@@ -22,6 +22,7 @@ use crate::OPERATOR;
 /// A table that stages rows by decoding them with its codec, and keeps nothing.
 struct Sink {
     staged: usize,
+    max_parallelism: MaxParallelism,
 }
 
 impl CanonicalTable for Sink {
@@ -45,11 +46,11 @@ impl CanonicalTable for Sink {
     }
     fn commit_restore(&mut self) {}
     fn abort_restore(&mut self) {}
-    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
-        MaxParallelism::new(8).ok()
+    fn table_max_parallelism(&self) -> MaxParallelism {
+        self.max_parallelism
     }
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(true)
+    fn table_has_ttl(&self) -> bool {
+        true
     }
 }
 
@@ -116,7 +117,10 @@ pub fn canonical_restore(data: &[u8]) {
     container
         .commit_generation(&manifest.encode())
         .expect("memory");
-    let mut table = Sink { staged: 0 };
+    let mut table = Sink {
+        staged: 0,
+        max_parallelism: MaxParallelism::new(8).expect("valid max parallelism"),
+    };
     let pool: Arc<dyn MemoryPool> = Arc::new(UnboundedMemoryPool::new());
     match state_api::restore_canonical_snapshot(OPERATOR, &[&container], &mut [&mut table], &pool) {
         Err(Error::DecodePanicked { message, .. }) => {

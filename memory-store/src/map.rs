@@ -157,7 +157,8 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     /// Purges expired entries and tombstones of group `index`; returns (removed, scanned).
-    fn purge_group(&mut self, index: usize, now: Option<i64>) -> (u64, u64) {
+    /// Removes at most `limit` of them.
+    fn purge_group(&mut self, index: usize, now: Option<i64>, limit: u64) -> (u64, u64) {
         let Some(group) = self.groups.get_mut(index) else {
             return (0, 0);
         };
@@ -167,6 +168,9 @@ impl<C: ValueCodec> MemoryMapTable<C> {
         let mut removed = 0;
         let mut bytes = 0;
         group.retain(|key, entry| {
+            if removed >= limit {
+                return true;
+            }
             let expired =
                 now.is_some_and(|now| !ttl_exported(ttl.as_ref(), entry.last_access, now));
             if entry.live && !expired {
@@ -474,23 +478,31 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 
     /// Sweeps whole key groups from a cursor: the work of one call is bounded by
-    /// `max_entries` plus the size of one key group.
+    /// `max_entries` plus the size of one key group; at most `max_entries` are removed.
     fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
         self.check_bundle("sweep_expired", false)?;
         let mut progress = SweepProgress::default();
         let groups = self.groups.len();
-        if groups == 0 || max_entries == 0 || self.ttl.is_none() {
+        if groups == 0 || self.ttl.is_none() {
+            return Ok(SweepProgress::nothing_to_sweep());
+        }
+        if max_entries == 0 {
             return Ok(progress);
         }
         let now = Some(self.clock.now_millis());
+        let limit = max_entries as u64;
         for _ in 0..groups {
             let index = self.sweep_cursor % groups;
-            let (removed, scanned) = self.purge_group(index, now);
+            let (removed, scanned) = self.purge_group(index, now, limit - progress.removed);
             progress.removed += removed;
             progress.scanned += scanned;
+            if progress.removed >= limit {
+                break; // resume in this group next time
+            }
             self.sweep_cursor = (index + 1) % groups;
             if self.sweep_cursor == 0 {
                 progress.wrapped = true;
+                break;
             }
             if progress.scanned >= max_entries as u64 {
                 break;
@@ -594,12 +606,12 @@ impl<C: ValueCodec> CanonicalTable for MemoryMapTable<C> {
         self.staged = None;
     }
 
-    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(self.ttl.is_some())
+    fn table_has_ttl(&self) -> bool {
+        self.ttl.is_some()
     }
 }
 

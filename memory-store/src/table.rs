@@ -9,9 +9,9 @@ use hashbrown::HashMap;
 use hashbrown::hash_map::EntryRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, NativeSnapshot, Result,
-    StoreConfig, TableStats, TtlConfig, TtlUpdateType, TtlVisibility, ValueCodec, canonical_schema,
-    decode_canonical_batch, encode_canonical_batch,
+    BundlePhase, CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, NativeSnapshot,
+    Result, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, ValueCodec,
+    canonical_schema, decode_canonical_batch, encode_canonical_batch, ttl_exported, ttl_read,
 };
 
 use state_api::InlineKey as Key;
@@ -71,7 +71,7 @@ pub struct MemoryKeyedTable<C: ValueCodec> {
     tombstone_groups: Vec<usize>,
     listed: Vec<bool>,
     reservation: MemoryReservation,
-    bundle_open: bool,
+    bundle: BundlePhase,
     epoch: u64,
     dirty_in_bundle: u64,
     sweep_cursor: usize,
@@ -102,7 +102,7 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
             tombstone_groups: Vec::new(),
             listed: vec![false; key_groups.len()],
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
-            bundle_open: false,
+            bundle: BundlePhase::default(),
             epoch: 1,
             dirty_in_bundle: 0,
             sweep_cursor: 0,
@@ -127,13 +127,10 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
     }
 
     fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
-        if self.bundle_open == requires_open {
-            Ok(())
+        if requires_open {
+            self.bundle.require_open(operation)
         } else {
-            Err(Error::BundleState {
-                operation,
-                requires_open,
-            })
+            self.bundle.require_closed(operation)
         }
     }
 
@@ -177,10 +174,8 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
             if removed >= limit {
                 return true;
             }
-            let expired = match (now, ttl) {
-                (Some(now), Some(ttl)) => ttl.is_expired(entry.last_access, now),
-                _ => false,
-            };
+            let expired =
+                now.is_some_and(|now| !ttl_exported(ttl.as_ref(), entry.last_access, now));
             if entry.live && !expired {
                 return true;
             }
@@ -297,11 +292,11 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
     }
 
     fn begin_bundle(&mut self, keys: &[(KeyGroup, &[u8])]) -> Result<()> {
-        self.check_bundle("begin_bundle", false)?;
+        self.bundle.check_begin("begin_bundle")?;
         for (key_group, _) in keys {
             self.group_index(*key_group)?;
         }
-        self.bundle_open = true;
+        self.bundle.begin("begin_bundle")?;
         self.dirty_in_bundle = 0;
         Ok(())
     }
@@ -326,26 +321,20 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
         if !entry.live {
             return Ok(None);
         }
-        if let Some(ttl) = ttl {
-            if ttl.is_expired(entry.last_access, now) {
-                Tombstones {
-                    counts: tombstones,
-                    groups: tombstone_groups,
-                    listed,
-                }
-                .bury(entry, index);
-                mark_dirty(entry, *epoch, dirty_in_bundle);
-                return Ok(match ttl.visibility {
-                    TtlVisibility::ReturnExpiredIfNotCleanedUp => Some(&entry.value),
-                    TtlVisibility::NeverReturnExpired => None,
-                });
+        let read = ttl_read(ttl.as_ref(), entry.last_access, now);
+        if read.clears() {
+            Tombstones {
+                counts: tombstones,
+                groups: tombstone_groups,
+                listed,
             }
-            if ttl.update_type == TtlUpdateType::OnReadAndWrite {
-                entry.last_access = now;
-                mark_dirty(entry, *epoch, dirty_in_bundle);
-            }
+            .bury(entry, index);
+            mark_dirty(entry, *epoch, dirty_in_bundle);
+        } else if read == TtlRead::LiveRefresh {
+            entry.last_access = now;
+            mark_dirty(entry, *epoch, dirty_in_bundle);
         }
-        Ok(Some(&entry.value))
+        Ok(read.returns_value().then_some(&entry.value))
     }
 
     fn put(&mut self, key_group: KeyGroup, key: &[u8], value: C::Value) -> Result<()> {
@@ -429,7 +418,7 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
     }
 
     fn commit_bundle(&mut self) -> Result<()> {
-        self.check_bundle("commit_bundle", true)?;
+        self.bundle.require_open("commit_bundle")?;
         let candidates = std::mem::take(&mut self.tombstone_groups);
         for index in candidates {
             let (Some(&count), Some(len)) = (
@@ -451,30 +440,39 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
         self.stats.bundles += 1;
         self.dirty_in_bundle = 0;
         self.epoch += 1;
-        self.bundle_open = false;
-        Ok(())
+        self.bundle.end("commit_bundle")
     }
 
     /// Sweeps whole key groups from a cursor: the work of one call is bounded by
-    /// `max_entries` plus the size of one key group; at most `max_entries` are removed.
-    fn sweep_expired(&mut self, max_entries: usize) -> Result<usize> {
+    /// `max_entries` plus the size of one key group; at most `max_entries` are removed
+    /// (tombstones of earlier removals count as removed). `wrapped` when the cursor passed
+    /// the last key group.
+    fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
         self.check_bundle("sweep_expired", false)?;
+        let mut progress = SweepProgress::default();
         let groups = self.groups.len();
-        if groups == 0 || max_entries == 0 {
-            return Ok(0);
+        if groups == 0 {
+            return Ok(SweepProgress::nothing_to_sweep());
+        }
+        if max_entries == 0 {
+            return Ok(progress);
         }
         let now = self.ttl.map(|_| self.clock.now_millis());
-        let mut removed = 0;
-        let mut scanned = 0;
+        let limit = max_entries as u64;
         for _ in 0..groups {
             let index = self.sweep_cursor % groups;
-            scanned += self.groups.get(index).map_or(0, HashMap::len);
-            removed += self.purge_group(index, now, max_entries - removed);
-            if removed >= max_entries {
+            progress.scanned += self.groups.get(index).map_or(0, HashMap::len) as u64;
+            let budget = usize::try_from(limit - progress.removed).unwrap_or(usize::MAX);
+            progress.removed += self.purge_group(index, now, budget) as u64;
+            if progress.removed >= limit {
                 break; // resume in this group next time
             }
             self.sweep_cursor = (index + 1) % groups;
-            if scanned >= max_entries {
+            if self.sweep_cursor == 0 {
+                progress.wrapped = true;
+                break;
+            }
+            if progress.scanned >= limit {
                 break;
             }
         }
@@ -491,7 +489,7 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
             }
             keep
         });
-        Ok(removed)
+        Ok(progress)
     }
 
     fn stats(&self) -> TableStats {
@@ -527,8 +525,7 @@ impl<C: ValueCodec> CanonicalTable for MemoryKeyedTable<C> {
         let mut rows: Vec<(&[u8], i64, &C::Value)> = group
             .iter()
             .filter(|(_, e)| {
-                e.live
-                    && !matches!((now, self.ttl), (Some(now), Some(ttl)) if ttl.is_expired(e.last_access, now))
+                e.live && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now))
             })
             .map(|(k, e)| (k.as_bytes(), e.last_access, &e.value))
             .collect();
@@ -573,12 +570,12 @@ impl<C: ValueCodec> CanonicalTable for MemoryKeyedTable<C> {
         self.staged = None;
     }
 
-    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> keygroup::MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(self.ttl.is_some())
+    fn table_has_ttl(&self) -> bool {
+        self.ttl.is_some()
     }
 }
 
@@ -709,7 +706,7 @@ mod tests {
             t.commit_bundle().unwrap();
             assert_eq!(t.tombstone_groups, [0], "round {round}");
         }
-        assert_eq!(t.sweep_expired(1_000).unwrap(), 1);
+        assert_eq!(t.sweep_expired(1_000).unwrap().removed, 1);
         assert!(t.tombstone_groups.is_empty());
         t.begin_bundle(&[]).unwrap();
         t.remove(kg(0), &[0]).unwrap();
@@ -729,9 +726,19 @@ mod tests {
         t.begin_bundle(&[]).unwrap();
         t.remove(kg(3), &[0]).unwrap();
         t.commit_bundle().unwrap();
-        assert_eq!(t.sweep_expired(5).unwrap(), 1);
+        let mut removed = 0;
+        while {
+            let step = t.sweep_expired(5).unwrap();
+            assert!(step.removed <= 5);
+            removed += step.removed;
+            !step.wrapped
+        } {}
+        assert_eq!(removed, 1);
         assert_eq!(t.groups[3].len(), 7);
-        assert_eq!(t.sweep_expired(5).unwrap(), 0);
+        let pass: Vec<_> = std::iter::repeat_with(|| t.sweep_expired(5).unwrap())
+            .take_while(|s| !s.wrapped)
+            .collect();
+        assert!(pass.iter().all(|s| s.removed == 0), "{pass:?}");
     }
 
     #[test]
@@ -760,18 +767,19 @@ mod tests {
         clock.set(1_010);
         let mut total = 0;
         loop {
-            let n = t.sweep_expired(3).unwrap();
-            assert!(n <= 3);
-            if n == 0 {
+            let step = t.sweep_expired(3).unwrap();
+            assert!(step.removed <= 3);
+            total += step.removed;
+            if step.wrapped {
                 break;
             }
-            total += n;
         }
         assert_eq!(total, 32);
         assert_eq!(t.len(), 8);
         assert!(pool.used() < full);
         clock.set(1_015);
-        assert_eq!(t.sweep_expired(100).unwrap(), 8);
+        let step = t.sweep_expired(100).unwrap();
+        assert_eq!((step.removed, step.scanned, step.wrapped), (8, 8, true));
         assert_eq!(pool.used(), 0);
         assert!(t.is_empty());
     }

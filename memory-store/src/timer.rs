@@ -293,11 +293,11 @@ impl CanonicalTable for MemoryTimerTable {
         self.staged = None;
     }
 
-    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(false)
+    fn table_has_ttl(&self) -> bool {
+        false
     }
 }

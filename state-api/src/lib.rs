@@ -117,6 +117,7 @@ mod registry;
 mod row;
 mod snapshot;
 mod sortkey;
+mod sweep;
 mod table;
 mod timer;
 mod ttl;
@@ -133,8 +134,8 @@ pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
 pub use inline_key::{INLINE_KEY_LEN, InlineKey};
 pub use map::{
-    MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, SweepProgress,
-    UserKeyRange, full_key_bounds, map_entry_key, prefix_successor,
+    MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, UserKeyRange,
+    full_key_bounds, map_entry_key, prefix_successor,
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use registry::TableRegistry;
@@ -146,6 +147,7 @@ pub use snapshot::{
     restore_canonical_snapshot_at, write_canonical_snapshot, write_canonical_snapshot_at,
 };
 pub use sortkey::{SORT_KEY_VERSION, SortField, decode_sort_key, encode_sort_key};
+pub use sweep::SweepProgress;
 pub use table::{KeyedStateStore, KeyedTable, NativeSnapshot, StoreConfig, TableStats, ValueOf};
 pub use timer::{
     TimeDomain, Timer, TimerStateStore, TimerTable, decode_timer_batch, encode_timer_batch,

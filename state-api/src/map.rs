@@ -7,6 +7,7 @@ use keygroup::{KeyGroup, KeyGroupRange};
 use crate::codec::ValueCodec;
 use crate::error::Result;
 use crate::snapshot::CanonicalTable;
+use crate::sweep::SweepProgress;
 use crate::table::{KeyedStateStore, TableStats};
 use crate::ttl::TtlConfig;
 
@@ -139,19 +140,6 @@ impl<'a> MapHydration<'a> {
             entries,
         }
     }
-}
-
-/// How far a bounded sweep of expired entries got.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SweepProgress {
-    /// Entries removed because they were expired (or already removed and not yet purged).
-    pub removed: u64,
-    /// Entries examined.
-    pub scanned: u64,
-    /// Whether the sweep reached the end of the table and its cursor went back to the start
-    /// (a full pass completed since the previous wrap).
-    pub wrapped: bool,
 }
 
 /// A table of entries addressed by (key group, prefix, user key), ordered by user-key bytes
@@ -330,8 +318,8 @@ pub trait MapTable {
     /// write failure (the bundle stays open, writes pending).
     fn commit_bundle(&mut self) -> Result<()>;
 
-    /// Removes up to about `max_entries` expired entries, resuming where the previous call
-    /// stopped. Outside a bundle only.
+    /// One bounded step of the sweep of expired entries, resuming where the previous call
+    /// stopped; the contract is [`SweepProgress`]'s. Outside a bundle only.
     ///
     /// # Errors
     /// [`Error::BundleState`](crate::Error::BundleState) when a bundle is open; a backend

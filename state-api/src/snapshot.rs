@@ -126,8 +126,10 @@ pub fn decode_canonical_batch<C: ValueCodec>(
 ///   [`abort_restore`](CanonicalTable::abort_restore) drops them.
 /// - All three snapshot entry points return [`Error::BundleState`] while a bundle is open.
 /// - [`table_max_parallelism`](CanonicalTable::table_max_parallelism) and
-///   [`table_has_ttl`](CanonicalTable::table_has_ttl) should be implemented by every backend
-///   (their defaults say "unknown", which disables the checks that need them).
+///   [`table_has_ttl`](CanonicalTable::table_has_ttl) are required: a snapshot records the
+///   max parallelism in its manifest and a restore refuses another one, and the canonical
+///   row rules refuse a non-zero `last_access` in a table without TTL. Neither check can be
+///   skipped by a backend.
 pub trait CanonicalTable {
     /// The table (and section) name.
     fn table_name(&self) -> &str;
@@ -159,18 +161,13 @@ pub trait CanonicalTable {
     fn abort_restore(&mut self);
 
     /// The max parallelism the table's key groups are computed with
-    /// ([`StoreConfig::max_parallelism`](crate::StoreConfig::max_parallelism)); `None` when
-    /// the backend does not say (the default). Snapshots record it in their manifest and
-    /// restores refuse a snapshot of another one.
-    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
-        None
-    }
+    /// ([`StoreConfig::max_parallelism`](crate::StoreConfig::max_parallelism)). Snapshots
+    /// record it in their manifest and restores refuse a snapshot of another one.
+    fn table_max_parallelism(&self) -> MaxParallelism;
 
-    /// Whether the table has TTL; `None` when the backend does not say (the default), which
-    /// skips the one [canonical row rule](crate::validate_canonical_rows) that needs it.
-    fn table_has_ttl(&self) -> Option<bool> {
-        None
-    }
+    /// Whether the table has TTL: the [canonical row rule](crate::validate_canonical_rows)
+    /// that a table without TTL holds only `last_access == 0` needs it.
+    fn table_has_ttl(&self) -> bool;
 }
 
 /// What a canonical snapshot wrote.
@@ -268,8 +265,7 @@ fn corruption(key_group: i32, table: &str, kind: CorruptionKind) -> Error {
 /// atomically with the generation.
 ///
 /// `deadline` goes into every envelope. The max parallelism recorded is the tables'
-/// ([`CanonicalTable::table_max_parallelism`]), or "not recorded" when they do not report
-/// one; [`write_canonical_snapshot_at`] names it explicitly and sets a deadline per key group.
+/// ([`CanonicalTable::table_max_parallelism`]); [`write_canonical_snapshot_at`] names it explicitly and sets a deadline per key group.
 ///
 /// The bytes depend only on the logical state (keys, timestamps, values) and the clock's
 /// now, never on the backend or insertion order.
@@ -345,7 +341,7 @@ fn write_snapshot(
     };
     let max_parallelism = resolve_max_parallelism(
         max_parallelism,
-        tables.iter().map(|t| t.table_max_parallelism()),
+        tables.iter().map(|t| Some(t.table_max_parallelism())),
     )?;
     if let Some(mp) = max_parallelism
         && !range.is_empty()
@@ -376,7 +372,7 @@ fn write_snapshot(
             if batch.schema() != schema {
                 return Err(corruption(kg, name, CorruptionKind::SchemaMismatch));
             }
-            validate_canonical_rows(kg, name, &batch, None, table.table_has_ttl())?;
+            validate_canonical_rows(kg, name, &batch, None, Some(table.table_has_ttl()))?;
             let mut writer =
                 StreamWriter::try_new(Vec::new(), &schema).map_err(arrow_error(kg, name))?;
             writer.write(&batch).map_err(arrow_error(kg, name))?;
@@ -600,10 +596,10 @@ fn restore_snapshot(
     };
     let max_parallelism = resolve_max_parallelism(
         max_parallelism,
-        tables.iter().map(|t| t.table_max_parallelism()),
+        tables.iter().map(|t| Some(t.table_max_parallelism())),
     )?;
     let schemas: Vec<SchemaRef> = tables.iter().map(|t| t.canonical_schema()).collect();
-    let ttls: Vec<Option<bool>> = tables.iter().map(|t| t.table_has_ttl()).collect();
+    let ttls: Vec<Option<bool>> = tables.iter().map(|t| Some(t.table_has_ttl())).collect();
     let opened = open_sources(operator_id, range, max_parallelism, sources)?;
     let plan = plan_sources(range, &opened)?;
 

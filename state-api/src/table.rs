@@ -11,6 +11,7 @@ use crate::codec::ValueCodec;
 use crate::error::{Error, Result};
 use crate::memory::{MemoryPool, UnboundedMemoryPool};
 use crate::snapshot::CanonicalTable;
+use crate::sweep::SweepProgress;
 use crate::ttl::{Clock, SystemClock, TtlConfig};
 
 /// The value type of a table's codec.
@@ -147,13 +148,13 @@ pub trait KeyedTable {
     /// then stays open with its writes pending, so the commit can be retried).
     fn commit_bundle(&mut self) -> Result<()>;
 
-    /// Removes up to about `max_entries` expired entries, scanning a bounded amount of state
-    /// and resuming where the previous call stopped; returns how many it removed. Outside a
-    /// bundle only. A backend that expires entries in the background may return `Ok(0)`.
+    /// One bounded step of the sweep of expired entries, resuming where the previous call
+    /// stopped; the contract is [`SweepProgress`]'s (at most `max_entries` removed, `wrapped`
+    /// when a pass over the whole table completed). Outside a bundle only.
     ///
     /// # Errors
     /// [`Error::BundleState`] when a bundle is open; a backend failure.
-    fn sweep_expired(&mut self, max_entries: usize) -> Result<usize>;
+    fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress>;
 
     /// The table's counters.
     fn stats(&self) -> TableStats;

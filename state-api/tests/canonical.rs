@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use keygroup::{KeyGroup, KeyGroupRange};
+use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use sfcs_format::{Container, MemoryContainer, Sections, read_envelope};
 use state_api::{
     BoundedMemoryPool, CanonicalTable, CorruptionKind, Error, I64Codec, MemoryPool,
@@ -83,6 +83,15 @@ impl CanonicalTable for RefTable {
 
     fn abort_restore(&mut self) {
         self.staged = None;
+    }
+
+    fn table_max_parallelism(&self) -> MaxParallelism {
+        MaxParallelism::new(128).unwrap()
+    }
+
+    /// The reference table keeps the timestamps it is given (`sample()` has one).
+    fn table_has_ttl(&self) -> bool {
+        true
     }
 }
 
@@ -218,6 +227,12 @@ fn snapshot_refuses_unsorted_export() {
         }
         fn abort_restore(&mut self) {
             self.0.abort_restore();
+        }
+        fn table_max_parallelism(&self) -> MaxParallelism {
+            self.0.table_max_parallelism()
+        }
+        fn table_has_ttl(&self) -> bool {
+            self.0.table_has_ttl()
         }
     }
     let t = Unsorted(RefTable::new("main", range(0, 0)));

@@ -122,6 +122,7 @@ mod metadata;
 mod restore;
 mod slot;
 mod store;
+mod sweep;
 mod table;
 mod timer;
 mod ttl_filter;

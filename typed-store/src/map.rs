@@ -12,10 +12,10 @@ use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::{ReadOptions, WriteBatch};
 use state_api::{
-    CanonicalTable, Clock, Error, MapHydration, MapStateStore, MapTable, MemoryReservation, Result,
-    ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlUpdateType,
-    TtlVisibility, UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch,
-    encode_canonical_batch, full_key_bounds,
+    BundlePhase, CanonicalTable, Clock, Error, MapHydration, MapStateStore, MapTable,
+    MemoryReservation, Result, ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats,
+    TtlConfig, TtlRead, UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch,
+    encode_canonical_batch, full_key_bounds, ttl_exported, ttl_read, ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -25,6 +25,7 @@ use crate::format::{
 };
 use crate::restore::load_staging;
 use crate::store::{RocksStore, Shared};
+use crate::sweep::sweep_column_family;
 
 /// A `remove_range` that deletes at least this many entries is committed as one
 /// `delete_range_cf` instead of per-key deletes: later seeks into a prefix cleared with
@@ -222,7 +223,7 @@ pub struct RocksMapTable<C: ValueCodec> {
     /// Ranges `[lower, upper)` of full keys the bundle cleared of at least
     /// [`RANGE_DELETE_MIN_ENTRIES`] entries: committed with one `delete_range_cf` each.
     range_deletes: Vec<(Vec<u8>, Vec<u8>)>,
-    bundle_open: bool,
+    bundle: BundlePhase,
     scratch: Vec<u8>,
     prefix_scratch: Vec<u8>,
     reservation: MemoryReservation,
@@ -265,7 +266,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
             entries: BTreeMap::new(),
             hydrated: HashSet::new(),
             range_deletes: Vec::new(),
-            bundle_open: false,
+            bundle: BundlePhase::default(),
             scratch: Vec::new(),
             prefix_scratch: Vec::new(),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
@@ -281,13 +282,10 @@ impl<C: ValueCodec> RocksMapTable<C> {
     }
 
     fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
-        if self.bundle_open == requires_open {
-            Ok(())
+        if requires_open {
+            self.bundle.require_open(operation)
         } else {
-            Err(Error::BundleState {
-                operation,
-                requires_open,
-            })
+            self.bundle.require_closed(operation)
         }
     }
 
@@ -308,14 +306,6 @@ impl<C: ValueCodec> RocksMapTable<C> {
         } else {
             0
         }
-    }
-
-    /// Whether an entry last accessed at `last_access` is returned by a scan at `now`.
-    fn scan_visible(ttl: Option<TtlConfig>, last_access: i64, now: i64) -> bool {
-        ttl.is_none_or(|t| {
-            t.visibility == TtlVisibility::ReturnExpiredIfNotCleanedUp
-                || !t.is_expired(last_access, now)
-        })
     }
 
     /// Writes the full key of (`key_group`, `prefix`, `user_key`) into `scratch` and the full
@@ -388,8 +378,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.hydrated.clear();
         self.range_deletes.clear();
         self.reservation.free();
-        if self.bundle_open {
-            self.bundle_open = false;
+        if self.bundle.is_open() {
+            self.bundle = BundlePhase::default();
             self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -557,7 +547,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
     }
 
     fn begin_bundle(&mut self, hydrate: MapHydration<'_>) -> Result<()> {
-        self.check_bundle("begin_bundle", false)?;
+        self.bundle.check_begin("begin_bundle")?;
         for (key_group, _) in hydrate.prefixes {
             self.check_key_group(*key_group)?;
         }
@@ -572,7 +562,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             self.end_bundle();
             return Err(e);
         }
-        self.bundle_open = true;
+        self.bundle.begin("begin_bundle")?;
         self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -595,21 +585,19 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         if !entry.live {
             return Ok(None);
         }
-        if let Some(ttl) = ttl {
-            if ttl.is_expired(entry.last_access, now) {
-                entry.live = false;
-                entry.dirty = true;
-                return Ok(match ttl.visibility {
-                    TtlVisibility::ReturnExpiredIfNotCleanedUp => entry.value.as_ref(),
-                    TtlVisibility::NeverReturnExpired => None,
-                });
-            }
-            if ttl.update_type == TtlUpdateType::OnReadAndWrite {
-                entry.last_access = now;
-                entry.dirty = true;
-            }
+        let read = ttl_read(ttl.as_ref(), entry.last_access, now);
+        if read.clears() {
+            entry.live = false;
+            entry.dirty = true;
+        } else if read == TtlRead::LiveRefresh {
+            entry.last_access = now;
+            entry.dirty = true;
         }
-        Ok(entry.value.as_ref())
+        if read.returns_value() {
+            Ok(entry.value.as_ref())
+        } else {
+            Ok(None)
+        }
     }
 
     fn put(
@@ -677,7 +665,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         }
         // Visible as a scan sees it (memory-store's rule): an expired entry only under
         // `ReturnExpiredIfNotCleanedUp`, and the update then refreshes it.
-        if !Self::scan_visible(*ttl, entry.last_access, now) {
+        if !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
             return Ok(None);
         }
         let Some(value) = entry.value.as_mut() else {
@@ -759,7 +747,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                 continue;
             }
             overlay_deleted += 1;
-            if Self::scan_visible(ttl, entry.last_access, now) {
+            if ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
                 removed += 1;
             }
             entry.live = false;
@@ -777,7 +765,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             self.range_deletes.push((lo.clone(), hi.clone()));
         }
         for (key, ts) in committed {
-            if Self::scan_visible(ttl, ts, now) {
+            if ttl_scan_visible(ttl.as_ref(), ts, now) {
                 removed += 1;
             }
             let mut entry = Entry::absent();
@@ -814,7 +802,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             Box::new(in_range.rev())
         };
         let mut overlay: Overlay<'_, C::Value> = boxed.peekable();
-        let visible = |e: &Entry<C::Value>| e.live && Self::scan_visible(ttl, e.last_access, now);
+        let visible =
+            |e: &Entry<C::Value>| e.live && ttl_scan_visible(ttl.as_ref(), e.last_access, now);
 
         if self.hydrated.contains(&full_prefix) {
             let _ = drain_overlay(&mut overlay, None, forward, skip, &visible, visit);
@@ -844,8 +833,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     break;
                 };
                 let shadowed = self.entries.contains_key(key);
-                let shown =
-                    split_value(value).is_none_or(|(ts, _)| Self::scan_visible(ttl, ts, now));
+                let shown = split_value(value)
+                    .is_none_or(|(ts, _)| ttl_scan_visible(ttl.as_ref(), ts, now));
                 if !shadowed && shown {
                     batch.push(key, value);
                 }
@@ -938,51 +927,23 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         Ok(())
     }
 
-    /// Scans at most `4 * max_entries` (at least 64) entries from a cursor, wrapping at the end
-    /// of the table, and deletes the expired ones among them (at most `max_entries`) in one
-    /// write batch. A table without TTL has nothing to sweep (all counters zero).
+    /// One step of [`sweep_column_family`]: at most `4 * max_entries` (at least 64) entries
+    /// scanned from a cursor, the expired ones among them deleted (at most `max_entries`) in
+    /// one write batch; a table without TTL has nothing to sweep.
     fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
         self.check_bundle("sweep_expired", false)?;
-        let mut progress = SweepProgress::default();
         let Some(ttl) = self.ttl else {
-            return Ok(progress);
+            return Ok(SweepProgress::nothing_to_sweep());
         };
-        if max_entries == 0 {
-            return Ok(progress);
-        }
         let now = self.clock.now_millis();
-        let budget = max_entries.saturating_mul(4).max(64);
-        let st = self.shared.read();
-        let cf = st.table_cf(&self.name)?;
-        let mut batch = WriteBatch::default();
-        let mut iter = st.db.raw_iterator_cf(&cf);
-        match &self.sweep_cursor {
-            Some(cursor) => iter.seek(cursor),
-            None => iter.seek_to_first(),
-        }
-        let mut next_cursor = None;
-        while let Some((key, value)) = iter.item() {
-            if progress.scanned >= budget as u64 || progress.removed >= max_entries as u64 {
-                next_cursor = Some(key.to_vec());
-                break;
-            }
-            progress.scanned += 1;
-            if split_value(value).is_some_and(|(ts, _)| ttl.is_expired(ts, now)) {
-                batch.delete_cf(&cf, key);
-                progress.removed += 1;
-            }
-            iter.next();
-        }
-        iter.status().map_err(rocks_api("sweep scan"))?;
-        drop(iter);
-        if !batch.is_empty() {
-            st.db
-                .write_opt(batch, &self.shared.write_options)
-                .map_err(rocks_api("sweep"))?;
-        }
-        progress.wrapped = next_cursor.is_none();
-        self.sweep_cursor = next_cursor;
-        Ok(progress)
+        sweep_column_family(
+            &self.shared,
+            &self.name,
+            &ttl,
+            now,
+            &mut self.sweep_cursor,
+            max_entries,
+        )
     }
 
     fn stats(&self) -> TableStats {
@@ -1032,8 +993,8 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
             let mut iter = st.db.raw_iterator_cf_opt(&cf, options);
             iter.seek(&prefix);
             while let Some((key, value)) = iter.item() {
-                let expired = match (now, self.ttl, split_value(value)) {
-                    (Some(now), Some(ttl), Some((ts, _))) => ttl.is_expired(ts, now),
+                let expired = match (now, split_value(value)) {
+                    (Some(now), Some((ts, _))) => !ttl_exported(self.ttl.as_ref(), ts, now),
                     _ => false,
                 };
                 if !expired {
@@ -1145,12 +1106,12 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
         }
     }
 
-    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> keygroup::MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(self.ttl.is_some())
+    fn table_has_ttl(&self) -> bool {
+        self.ttl.is_some()
     }
 }
 

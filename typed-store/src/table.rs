@@ -9,16 +9,20 @@ use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::{ReadOptions, WriteBatch};
 use state_api::{
-    CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, Result, StoreConfig, TableStats,
-    TtlConfig, TtlUpdateType, TtlVisibility, ValueCodec, canonical_schema, decode_canonical_batch,
-    encode_canonical_batch,
+    BundlePhase, CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, Result, StoreConfig,
+    SweepProgress, TableStats, TtlConfig, TtlRead, ValueCodec, canonical_schema,
+    decode_canonical_batch, encode_canonical_batch, ttl_exported, ttl_read,
 };
 
 use crate::cache::{Key, WorkingMap};
-use crate::error::{Error as RocksError, rocks_api};
-use crate::format::{RowCodec, composite_key, key_group_upper_bound, prefix_bytes, split_value};
+use crate::error::rocks_api;
+use crate::format::{
+    RowCodec, composite_key, decode_stored_values, encode_stored_values, key_group_upper_bound,
+    prefix_bytes, split_value,
+};
 use crate::restore::{Sink, load_staging};
 use crate::store::Shared;
+use crate::sweep::sweep_column_family;
 
 /// When the pool refuses a cache admission, clean entries not used in the open bundle are
 /// evicted until about this fraction (1/N) of the cache's bytes is free again.
@@ -105,7 +109,7 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     /// The RocksDB keys `begin_bundle` misses, back to back (`miss_ends` ends each).
     miss_bytes: Vec<u8>,
     miss_ends: Vec<usize>,
-    bundle_open: bool,
+    bundle_phase: BundlePhase,
     /// The number of the open (or last) bundle.
     bundle: u64,
     /// Keys dirtied in the open bundle, each once, with their hash in the working map.
@@ -157,7 +161,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             scratch: Vec::new(),
             miss_bytes: Vec::new(),
             miss_ends: Vec::new(),
-            bundle_open: false,
+            bundle_phase: BundlePhase::default(),
             bundle: 0,
             dirty_keys: Vec::new(),
             transient_keys: Vec::new(),
@@ -175,13 +179,10 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     }
 
     fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
-        if self.bundle_open == requires_open {
-            Ok(())
+        if requires_open {
+            self.bundle_phase.require_open(operation)
         } else {
-            Err(Error::BundleState {
-                operation,
-                requires_open,
-            })
+            self.bundle_phase.require_closed(operation)
         }
     }
 
@@ -204,66 +205,23 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         }
     }
 
-    fn corrupt(&self, reason: &'static str) -> Error {
-        RocksError::CorruptValue {
-            table: self.name.clone(),
-            reason,
-        }
-        .into()
-    }
-
-    /// Decodes stored values (timestamp prefix + arrow-row bytes) with one arrow-row
-    /// conversion and one codec call.
+    /// Decodes stored values with the shared value codec of the store
+    /// ([`decode_stored_values`]).
     fn decode_stored<'a>(
         &self,
         stored: impl ExactSizeIterator<Item = &'a [u8]>,
     ) -> Result<(Vec<i64>, Vec<C::Value>)> {
-        let n = stored.len();
-        let mut timestamps = Vec::with_capacity(n);
-        let mut rows = Vec::with_capacity(n);
-        for value in stored {
-            let Some((ts, row)) = split_value(value) else {
-                return Err(self.corrupt("shorter than the 8-byte timestamp"));
-            };
-            if !self.rows.well_formed(row) {
-                return Err(self.corrupt("arrow-row bytes do not match the table's columns"));
-            }
-            timestamps.push(ts);
-            rows.push(row);
-        }
-        let mut values = Vec::with_capacity(n);
-        if n > 0 {
-            let columns = self.rows.decode(&self.name, rows)?;
-            self.codec.decode(&columns, &mut values)?;
-        }
-        if values.len() != n {
-            return Err(Error::Codec {
-                column: String::new(),
-                reason: "codec decoded a different number of rows",
-            });
-        }
-        Ok((timestamps, values))
+        decode_stored_values(&self.name, &self.rows, &self.codec, stored)
     }
 
-    /// Encodes `(timestamp, value)` pairs into stored values, handing each to `sink` in order.
+    /// Encodes `(timestamp, value)` pairs with the shared value codec
+    /// ([`encode_stored_values`]).
     fn encode_stored(
         &self,
         entries: &[(i64, &C::Value)],
-        mut sink: impl FnMut(usize, &[u8]),
+        sink: impl FnMut(usize, &[u8]),
     ) -> Result<()> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let columns = self.codec.encode(entries.iter().map(|e| e.1))?;
-        let rows = self.rows.encode(&self.name, &columns)?;
-        let mut buffer = Vec::new();
-        for (i, ((ts, _), row)) in entries.iter().zip(rows.iter()).enumerate() {
-            buffer.clear();
-            buffer.extend_from_slice(&ts.to_be_bytes());
-            buffer.extend_from_slice(row.data());
-            sink(i, &buffer);
-        }
-        Ok(())
+        encode_stored_values(&self.name, &self.rows, &self.codec, entries, sink)
     }
 
     /// Reads the key in `self.scratch` alone into the working map.
@@ -414,7 +372,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
     }
 
     fn begin_bundle(&mut self, keys: &[(KeyGroup, &[u8])]) -> Result<()> {
-        self.check_bundle("begin_bundle", false)?;
+        self.bundle_phase.check_begin("begin_bundle")?;
         for (key_group, _) in keys {
             self.check_key_group(*key_group)?;
         }
@@ -442,7 +400,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         if !self.miss_ends.is_empty() {
             self.hydrate_misses()?;
         }
-        self.bundle_open = true;
+        self.bundle_phase.begin("begin_bundle")?;
         self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -472,21 +430,19 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         if !slot.live {
             return Ok(None);
         }
-        if let Some(ttl) = ttl {
-            if ttl.is_expired(slot.last_access, now) {
-                slot.live = false;
-                mark_dirty(slot, dirty_keys, scratch, hash);
-                return Ok(match ttl.visibility {
-                    TtlVisibility::ReturnExpiredIfNotCleanedUp => slot.value.as_ref(),
-                    TtlVisibility::NeverReturnExpired => None,
-                });
-            }
-            if ttl.update_type == TtlUpdateType::OnReadAndWrite {
-                slot.last_access = now;
-                mark_dirty(slot, dirty_keys, scratch, hash);
-            }
+        let read = ttl_read(ttl.as_ref(), slot.last_access, now);
+        if read.clears() {
+            slot.live = false;
+            mark_dirty(slot, dirty_keys, scratch, hash);
+        } else if read == TtlRead::LiveRefresh {
+            slot.last_access = now;
+            mark_dirty(slot, dirty_keys, scratch, hash);
         }
-        Ok(slot.value.as_ref())
+        if read.returns_value() {
+            Ok(slot.value.as_ref())
+        } else {
+            Ok(None)
+        }
     }
 
     fn put(&mut self, key_group: KeyGroup, key: &[u8], value: C::Value) -> Result<()> {
@@ -638,62 +594,32 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             }
         }
         self.reservation.shrink(freed);
-        self.bundle_open = false;
         self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
-        Ok(())
+        self.bundle_phase.end("commit_bundle")
     }
 
-    /// Scans at most `4 * max_entries` (at least 64) entries from a cursor (wrapping at the
-    /// end of the table) and deletes the expired ones among them, at most `max_entries`, in
-    /// one write batch. Tables without TTL return `Ok(0)`. The TTL compaction filter removes
-    /// expired entries in the background as well.
-    fn sweep_expired(&mut self, max_entries: usize) -> Result<usize> {
+    /// One step of [`sweep_column_family`]: at most `4 * max_entries` (at least 64) entries
+    /// scanned from a cursor, the expired ones among them deleted (at most `max_entries`) in
+    /// one write batch; a table without TTL has nothing to sweep. The TTL compaction filter
+    /// removes expired entries in the background as well.
+    fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
         self.check_bundle("sweep_expired", false)?;
         let Some(ttl) = self.ttl else {
-            return Ok(0);
+            return Ok(SweepProgress::nothing_to_sweep());
         };
-        if max_entries == 0 {
-            return Ok(0);
-        }
         let now = self.clock.now_millis();
-        let budget = max_entries.saturating_mul(4).max(64);
-        let st = self.shared.read();
-        let cf = st.table_cf(&self.name)?;
-        let mut batch = WriteBatch::default();
-        let mut removed = 0;
-        let mut scanned = 0;
-        let mut iter = st.db.raw_iterator_cf(&cf);
-        match &self.sweep_cursor {
-            Some(cursor) => iter.seek(cursor),
-            None => iter.seek_to_first(),
-        }
-        let mut next_cursor = None;
-        while let Some((key, value)) = iter.item() {
-            if scanned >= budget || removed >= max_entries {
-                next_cursor = Some(key.to_vec());
-                break;
-            }
-            scanned += 1;
-            if split_value(value).is_some_and(|(ts, _)| ttl.is_expired(ts, now)) {
-                batch.delete_cf(&cf, key);
-                removed += 1;
-            }
-            iter.next();
-        }
-        iter.status().map_err(rocks_api("sweep scan"))?;
-        drop(iter);
-        if !batch.is_empty() {
-            st.db
-                .write_opt(batch, &self.shared.write_options)
-                .map_err(rocks_api("sweep"))?;
-        }
-        drop(cf);
-        drop(st);
-        self.sweep_cursor = next_cursor;
-        if removed > 0 {
+        let progress = sweep_column_family(
+            &self.shared,
+            &self.name,
+            &ttl,
+            now,
+            &mut self.sweep_cursor,
+            max_entries,
+        )?;
+        if progress.removed > 0 {
             self.clear_cache();
         }
-        Ok(removed)
+        Ok(progress)
     }
 
     fn stats(&self) -> TableStats {
@@ -703,7 +629,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
 
 impl<C: ValueCodec> Drop for RocksKeyedTable<C> {
     fn drop(&mut self) {
-        if self.bundle_open {
+        if self.bundle_phase.is_open() {
             self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
         }
         if let Some(cf) = self.staged_cf.take() {
@@ -746,8 +672,8 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
             let mut iter = st.db.raw_iterator_cf_opt(&cf, options);
             iter.seek(&prefix);
             while let Some((key, value)) = iter.item() {
-                let expired = match (now, self.ttl, split_value(value)) {
-                    (Some(now), Some(ttl), Some((ts, _))) => ttl.is_expired(ts, now),
+                let expired = match (now, split_value(value)) {
+                    (Some(now), Some((ts, _))) => !ttl_exported(self.ttl.as_ref(), ts, now),
                     _ => false,
                 };
                 if !expired {
@@ -808,12 +734,12 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
         }
     }
 
-    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> keygroup::MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(self.ttl.is_some())
+    fn table_has_ttl(&self) -> bool {
+        self.ttl.is_some()
     }
 }
 

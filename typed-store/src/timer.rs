@@ -525,12 +525,12 @@ impl CanonicalTable for RocksTimerTable {
         }
     }
 
-    fn table_max_parallelism(&self) -> Option<keygroup::MaxParallelism> {
-        Some(self.max_parallelism)
+    fn table_max_parallelism(&self) -> keygroup::MaxParallelism {
+        self.max_parallelism
     }
 
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(false)
+    fn table_has_ttl(&self) -> bool {
+        false
     }
 }
 

@@ -59,11 +59,11 @@ impl<C: ValueCodec> CanonicalTable for SampleTable<C> {
     }
     fn commit_restore(&mut self) {}
     fn abort_restore(&mut self) {}
-    fn table_max_parallelism(&self) -> Option<MaxParallelism> {
-        Some(self.mp)
+    fn table_max_parallelism(&self) -> MaxParallelism {
+        self.mp
     }
-    fn table_has_ttl(&self) -> Option<bool> {
-        Some(self.ttl)
+    fn table_has_ttl(&self) -> bool {
+        self.ttl
     }
 }
 

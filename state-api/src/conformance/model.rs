@@ -223,8 +223,12 @@ impl<'f, F: StoreFactory> System<'f, F> {
             Op::Advance(ms) => self.clock.advance(*ms),
             Op::Sweep(n) => {
                 for sub in &mut self.subtasks {
-                    let removed = sub.table.sweep_expired(*n).expect("sweep");
-                    assert!(removed <= *n, "{context}: swept {removed} > {n}");
+                    let step = sub.table.sweep_expired(*n).expect("sweep");
+                    assert!(
+                        step.removed <= *n as u64,
+                        "{context}: swept {} > {n}",
+                        step.removed
+                    );
                 }
             }
             Op::Rescale(p) => {

@@ -204,17 +204,35 @@ pub fn ttl_expired_rows_leave_snapshots_and_sweeps<F: StoreFactory>(f: &F) {
         "timestamps survived"
     );
 
-    // Sweeps on the original table: bounded, and live entries stay.
+    // Sweeps on the original table: bounded, a pass (steps until `wrapped`) removes every
+    // expired entry, and live entries stay.
     clock.set(1_120);
     let mut removed = 0;
-    for _ in 0..100 {
-        let n = t.sweep_expired(7).expect("sweep");
-        assert!(n <= 7, "a sweep removes at most max_entries");
-        removed += n;
-        if n == 0 {
-            break;
+    let mut passes = 0;
+    for _ in 0..1_000 {
+        let step = t.sweep_expired(7).expect("sweep");
+        assert!(step.removed <= 7, "a sweep removes at most max_entries");
+        removed += usize::try_from(step.removed).expect("small");
+        if step.wrapped {
+            passes += 1;
+            if passes == 2 {
+                break;
+            }
         }
     }
+    assert_eq!(passes, 2, "a sweep pass ends with `wrapped`");
+    assert_eq!(
+        t.sweep_expired(0).expect("sweep"),
+        crate::SweepProgress::default(),
+        "max_entries 0 does nothing"
+    );
     assert!(removed <= old.len(), "only expired entries are swept");
+    // Under ReturnExpiredIfNotCleanedUp a read returns an expired entry still stored: after
+    // a pass none is (the sweep, or a background TTL compaction, removed them all).
+    assert_eq!(
+        read_all(&mut t, &old),
+        vec![None; old.len()],
+        "a pass leaves no expired entry"
+    );
     assert_eq!(read_all(&mut t, &young), vec![Some(2); young.len()]);
 }
