@@ -7,8 +7,10 @@
 //! a typed error.
 
 mod restore;
+mod store_model;
 
 pub use restore::{canonical_restore, dir_container, manifest_decode, pristine_section};
+pub use store_model::{ModelKey, StoreOp, store_model};
 
 use arbitrary::{Arbitrary, Unstructured};
 use sfcs_format::{Container, Header, MemoryContainer, SectionWriter, Sections};
