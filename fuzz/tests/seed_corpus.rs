@@ -249,3 +249,8 @@ fn snapshot_targets_survive_seeded_edits() {
         println!("{target}: {runs} seeded edits");
     }
 }
+
+#[test]
+fn store_model_corpus() {
+    run_corpus("store_model", sfstate_fuzz::store_model);
+}

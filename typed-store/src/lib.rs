@@ -141,9 +141,9 @@ pub use live::LIVE_POINTER_FILE;
 pub use manifest::CHECKPOINT_MANIFEST_FILE;
 pub use map::RocksMapTable;
 pub use slot::{
-    DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, MemtableOptions, RocksSlot, SlotMemory,
-    calculate_actual_cache_capacity, calculate_default_arena_block_size, calculate_mutable_limit,
-    calculate_write_buffer_manager_capacity, validate_arena_block_size,
+    DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, MIN_WRITE_BUFFER_SIZE, MemtableOptions,
+    RocksSlot, SlotMemory, calculate_actual_cache_capacity, calculate_default_arena_block_size,
+    calculate_mutable_limit, calculate_write_buffer_manager_capacity, validate_arena_block_size,
 };
 pub use store::RocksStore;
 pub use table::RocksKeyedTable;

@@ -11,6 +11,9 @@ pub const DEFAULT_WRITE_BUFFER_RATIO: f64 = 0.5;
 /// RocksDB's default write-buffer (memtable) size, 64 MiB.
 pub const DEFAULT_WRITE_BUFFER_SIZE: u64 = 64 << 20;
 
+/// RocksDB's smallest write-buffer size: it raises a smaller `write_buffer_size` to this.
+pub const MIN_WRITE_BUFFER_SIZE: i64 = 64 << 10;
+
 /// `RocksDBMemoryControllerUtils.calculateActualCacheCapacity(totalMemorySize,
 /// writeBufferRatio)`: `(long) ((3 - writeBufferRatio) * totalMemorySize / 3)` in Java double
 /// arithmetic, the cast truncating toward zero (and saturating, as Java's does).
@@ -131,6 +134,55 @@ impl SlotMemory {
             arena_block_size,
             mutable_limit,
         })
+    }
+}
+
+impl SlotMemory {
+    /// The split of `total_memory` for a slot whose stores hold at most `column_families`
+    /// column families with memtables in all (every table of every store, plus the staging
+    /// family of each canonical restore in progress): as [`try_new`](Self::try_new), with the
+    /// write-buffer size lowered to the manager's capacity shared among them, and the arena
+    /// block derived from that size.
+    ///
+    /// Why: the write-buffer manager does not bound memtable memory by its capacity. RocksDB
+    /// checks `WriteBufferManager::ShouldFlush` only on the write path of the database that
+    /// is writing and then switches that database's memtables; a memtable of an idle store
+    /// stays until that store writes again (or checkpoints, which flushes). Each column
+    /// family's active memtable grows until its arena reaches the write-buffer size, in
+    /// arena-block steps, so the manager's usage is bounded by column families ×
+    /// (write-buffer size + one arena block), not by its capacity: 64 stores with 1 MiB write
+    /// buffers in a slot whose manager holds 16 MiB reached 26 MiB. With this split, column
+    /// families × write-buffer size fits the manager's capacity.
+    ///
+    /// # Errors
+    /// As [`try_new`](Self::try_new); [`Error::InvalidOption`] for zero column families, or
+    /// when the manager's share per column family is below [`MIN_WRITE_BUFFER_SIZE`].
+    pub fn for_column_families(
+        total_memory: i64,
+        write_buffer_ratio: f64,
+        write_buffer_size: i64,
+        column_families: u32,
+    ) -> Result<Self> {
+        if column_families == 0 {
+            return Err(Error::InvalidOption {
+                option: "column_families",
+                reason: "must be positive",
+            });
+        }
+        let shared = Self::try_new(total_memory, write_buffer_ratio, write_buffer_size)?;
+        let per_family = shared.write_buffer_manager_capacity / i64::from(column_families);
+        if per_family < MIN_WRITE_BUFFER_SIZE {
+            return Err(Error::InvalidOption {
+                option: "total_memory",
+                reason: "too small for that many column families: each memtable may grow to \
+                         RocksDB's minimum write buffer (64 KiB)",
+            });
+        }
+        Self::try_new(
+            total_memory,
+            write_buffer_ratio,
+            write_buffer_size.min(per_family),
+        )
     }
 }
 
@@ -300,6 +352,18 @@ mod tests {
             calculate_default_arena_block_size(1 << 20)
         );
         assert!(SlotMemory::try_new(0, 0.5, 1).is_err());
+        // 192 column families share a 16 MiB manager: 85 KiB write buffers, 12 KiB arenas.
+        let shared = SlotMemory::for_column_families(48 << 20, 0.5, 1 << 20, 192).unwrap();
+        assert_eq!(shared.write_buffer_manager_capacity, 16 << 20);
+        assert_eq!(shared.write_buffer_size, (16 << 20) / 192);
+        assert_eq!(shared.arena_block_size, 12 << 10);
+        assert!(shared.write_buffer_size * 192 <= shared.write_buffer_manager_capacity);
+        // Few families keep the requested size; a share below RocksDB's minimum is refused.
+        let few = SlotMemory::for_column_families(48 << 20, 0.5, 1 << 20, 4).unwrap();
+        assert_eq!(few.write_buffer_size, 1 << 20);
+        assert!(SlotMemory::for_column_families(48 << 20, 0.5, 1 << 20, 257).is_err());
+        assert!(SlotMemory::for_column_families(48 << 20, 0.5, 1 << 20, 256).is_ok());
+        assert!(SlotMemory::for_column_families(48 << 20, 0.5, 1 << 20, 0).is_err());
         assert!(SlotMemory::try_new(1, 1.0, 1).is_err());
     }
 }
