@@ -1,4 +1,4 @@
-//! FIRST_VALUE / LAST_VALUE on retracting input against a literal model of Flink's
+//! `FIRST_VALUE` / `LAST_VALUE` on retracting input against a literal model of Flink's
 //! `FirstValueWithRetractAggFunction` / `LastValueWithRetractAggFunction` (value -> orders
 //! list, order -> values list, orders from a millisecond clock so that several rows share an
 //! order, the linear search over every order key on retraction) inside `GroupAggFunction`'s
@@ -69,20 +69,17 @@ impl FlinkAcc {
             } else {
                 self.order_to_values.keys().filter(|k| **k >= start).min()
             };
-            match next.copied() {
-                Some(k) => {
-                    let values = &self.order_to_values[&k];
-                    self.value = Some(if last {
-                        values[values.len() - 1]
-                    } else {
-                        values[0]
-                    });
-                    self.order = Some(k);
-                }
-                None => {
-                    self.value = None;
-                    self.order = None;
-                }
+            if let Some(k) = next.copied() {
+                let values = &self.order_to_values[&k];
+                self.value = Some(if last {
+                    values[values.len() - 1]
+                } else {
+                    values[0]
+                });
+                self.order = Some(k);
+            } else {
+                self.value = None;
+                self.order = None;
             }
         }
     }

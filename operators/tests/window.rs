@@ -473,7 +473,7 @@ fn interrupted_run_restored_at_parallelism_2_equals_the_uninterrupted_run() {
     }
 }
 
-/// Flink 2.3.0's planner refuses FIRST_VALUE / LAST_VALUE in HOP and CUMULATE windows, on
+/// Flink 2.3.0's planner refuses `FIRST_VALUE` / `LAST_VALUE` in HOP and CUMULATE windows, on
 /// insert-only and on retracting input (its `ValidationException`: the functions have no
 /// `merge`, which shared slices need; found with `compat/flink-operators`); TUMBLE takes them.
 #[test]

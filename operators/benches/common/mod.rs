@@ -10,13 +10,13 @@ use typed_store::RocksStore;
 use typed_store::test_util::RocksFactory;
 
 /// The store configuration of every bench: one subtask of max parallelism 128.
-pub fn config() -> StoreConfig {
+pub(crate) fn config() -> StoreConfig {
     let mp = MaxParallelism::new(128).expect("max parallelism");
     StoreConfig::for_subtask(mp, Parallelism::new(1).expect("p"), 0).expect("cfg")
 }
 
 /// A store of one backend with its state-size measure.
-pub trait BenchStore: MapStateStore + TimerStateStore + Sized {
+pub(crate) trait BenchStore: MapStateStore + TimerStateStore + Sized {
     /// The backend's name in bench ids.
     const NAME: &'static str;
     /// A fresh, empty store.
@@ -32,7 +32,7 @@ pub trait BenchStore: MapStateStore + TimerStateStore + Sized {
 
 /// A store that is discarded when dropped: bench routines return it, so criterion drops it
 /// outside the timed part.
-pub struct Done<S: BenchStore>(pub Option<S>);
+pub(crate) struct Done<S: BenchStore>(pub(crate) Option<S>);
 
 impl<S: BenchStore> Drop for Done<S> {
     fn drop(&mut self) {
