@@ -40,14 +40,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use arrow_schema::{DataType, Field, Fields};
-use keygroup::{MaxParallelism, Parallelism};
 use memory_store::MemoryStore;
-use operators::{
-    AggCall, AggFunction, ChangelogBatch, GroupAggSpec, GroupAggregate, RowKind, schema_of,
-};
 use sfcs_format::{CURRENT_FILE, Container, DirContainer, MemoryContainer, read_envelope};
-use state_api::{MapStateStore, Scalar, StoreConfig};
 use typed_store::{RocksCheckpoint, RocksSlot, RocksStore};
 
 const ENV_DIR: &str = "CRASH_CHILD_DIR";
