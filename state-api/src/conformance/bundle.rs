@@ -200,7 +200,7 @@ pub fn bundle_misuse_is_rejected<F: StoreFactory>(f: &F) {
     // The open bundle is intact.
     assert_eq!(t.get(k.0, &k.1).expect("get"), Some(&5));
     t.commit_bundle().expect("commit");
-    assert_eq!(read_all(&mut t, &[k.clone()]), [Some(5)]);
+    assert_eq!(read_all(&mut t, std::slice::from_ref(&k)), [Some(5)]);
     // Sweeping a table without TTL removes nothing live, and a pass of small steps ends.
     let wrapped = (0..1_000).any(|_| t.sweep_expired(1).expect("sweep").wrapped);
     assert!(wrapped, "steps of a sweep pass reach `wrapped`");
