@@ -10,10 +10,10 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
-    BundlePhase, CanonicalTable, Clock, Error, MapHydration, MapTable, MemoryReservation, Result,
-    ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
-    UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
-    full_key_bounds, map_entry_key, ttl_exported, ttl_read, ttl_scan_visible,
+    BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, Result,
+    ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, UserKeyRange,
+    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch, full_key_bounds,
+    key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read, ttl_scan_visible,
 };
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
@@ -132,22 +132,11 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     fn group_index(&self, key_group: KeyGroup) -> Result<usize> {
-        let out_of_range = || Error::KeyGroupOutOfRange {
-            key_group: key_group.get(),
-            range: self.key_groups,
-        };
-        if !self.key_groups.contains(key_group) {
-            return Err(out_of_range());
-        }
-        usize::try_from(key_group.get() - self.key_groups.start()).map_err(|_| out_of_range())
+        key_group_offset(self.key_groups, key_group)
     }
 
     fn now(&self) -> i64 {
-        if self.ttl.is_some() {
-            self.clock.now_millis()
-        } else {
-            0
-        }
+        ttl_now(self.ttl.as_ref(), &*self.clock)
     }
 
     fn empty_groups(&self) -> Vec<Group<C::Value>> {
@@ -419,14 +408,17 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         Ok(removed)
     }
 
-    fn scan(
+    fn scan<F>(
         &mut self,
         key_group: KeyGroup,
         prefix: &[u8],
         range: UserKeyRange<'_>,
         direction: ScanDirection,
-        visit: &mut ScanVisitor<'_, C::Value>,
-    ) -> Result<()> {
+        visit: &mut F,
+    ) -> Result<()>
+    where
+        F: FnMut(&[u8], &C::Value) -> ControlFlow<()> + ?Sized,
+    {
         self.check_bundle("scan", true)?;
         let index = self.group_index(key_group)?;
         if range.is_empty() {

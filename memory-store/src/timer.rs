@@ -1,7 +1,6 @@
-//! The in-memory timer table: one ordered set per key group and an index of the groups'
-//! earliest timestamps (Flink's `KeyGroupPartitionedPriorityQueue` shape).
+//! The in-memory timer table: the shared [`TimerQueue`] (one ordered set per key group and
+//! an index of the groups' earliest timestamps) plus memory accounting.
 
-use std::collections::BTreeSet;
 use std::mem::size_of;
 use std::sync::Arc;
 
@@ -9,28 +8,26 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
-    CanonicalTable, Error, MemoryReservation, Result, StoreConfig, TimeDomain, Timer, TimerTable,
-    decode_timer_batch, encode_timer_batch, timer_canonical_schema,
+    CanonicalTable, Error, MemoryReservation, Result, StoreConfig, TimeDomain, Timer, TimerQueue,
+    TimerTable, decode_timer_batch, encode_timer_batch, timer_canonical_schema,
 };
 
 /// Bookkeeping bytes charged per timer on top of its key and namespace bytes.
 const TIMER_OVERHEAD: usize = 32;
 
-type TimerKey = (i64, Box<[u8]>, Box<[u8]>);
-
 fn timer_size(key: &[u8], namespace: &[u8]) -> usize {
-    key.len() + namespace.len() + size_of::<TimerKey>() + TIMER_OVERHEAD
+    key.len() + namespace.len() + size_of::<(i64, Box<[u8]>, Box<[u8]>)>() + TIMER_OVERHEAD
 }
 
 #[derive(Debug)]
 struct Staged {
-    groups: Vec<BTreeSet<TimerKey>>,
+    timers: TimerQueue,
     reservation: MemoryReservation,
 }
 
-/// A timer table kept in memory: per key group a `BTreeSet` ordered by (timestamp, key,
-/// namespace), plus a `BTreeSet` of `(earliest timestamp, group)` so the next timer across
-/// all key groups is found in O(log n).
+/// A timer table kept in memory: a [`TimerQueue`] (per key group a `BTreeSet` ordered by
+/// (timestamp, key, namespace), plus the heads index, so the next timer across all key
+/// groups is found in O(log n)).
 ///
 /// Every timer reserves `key + namespace + 40 + 32` bytes from the store's pool. There is
 /// nothing to persist: [`commit`](TimerTable::commit) only marks the changes committed.
@@ -40,9 +37,7 @@ pub struct MemoryTimerTable {
     domain: TimeDomain,
     key_groups: KeyGroupRange,
     max_parallelism: MaxParallelism,
-    groups: Vec<BTreeSet<TimerKey>>,
-    heads: BTreeSet<(i64, usize)>,
-    len: usize,
+    timers: TimerQueue,
     reservation: MemoryReservation,
     pending: u64,
     staged: Option<Staged>,
@@ -59,46 +54,11 @@ impl MemoryTimerTable {
             domain,
             key_groups,
             max_parallelism: config.max_parallelism(),
-            groups: (0..key_groups.len()).map(|_| BTreeSet::new()).collect(),
-            heads: BTreeSet::new(),
-            len: 0,
+            timers: TimerQueue::new(key_groups),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             pending: 0,
             staged: None,
             schema: timer_canonical_schema(),
-        }
-    }
-
-    fn group_index(&self, key_group: KeyGroup) -> Result<usize> {
-        let out_of_range = || Error::KeyGroupOutOfRange {
-            key_group: key_group.get(),
-            range: self.key_groups,
-        };
-        if !self.key_groups.contains(key_group) {
-            return Err(out_of_range());
-        }
-        usize::try_from(key_group.get() - self.key_groups.start()).map_err(|_| out_of_range())
-    }
-
-    fn key_group_of(&self, index: usize) -> Option<KeyGroup> {
-        let offset = i32::try_from(index).ok()?;
-        KeyGroup::new(self.key_groups.start().checked_add(offset)?).ok()
-    }
-
-    /// Re-indexes group `index` after its earliest timestamp changed from `old_head`.
-    fn reindex(&mut self, index: usize, old_head: Option<i64>) {
-        let new_head = self
-            .groups
-            .get(index)
-            .and_then(BTreeSet::first)
-            .map(|t| t.0);
-        if old_head != new_head {
-            if let Some(ts) = old_head {
-                self.heads.remove(&(ts, index));
-            }
-            if let Some(ts) = new_head {
-                self.heads.insert((ts, index));
-            }
         }
     }
 
@@ -111,13 +71,6 @@ impl MemoryTimerTable {
                 requires_open: false,
             })
         }
-    }
-
-    fn head(&self, index: usize) -> Option<i64> {
-        self.groups
-            .get(index)
-            .and_then(BTreeSet::first)
-            .map(|t| t.0)
     }
 }
 
@@ -141,20 +94,12 @@ impl TimerTable for MemoryTimerTable {
         key: &[u8],
         namespace: &[u8],
     ) -> Result<bool> {
-        let index = self.group_index(key_group)?;
-        let timer: TimerKey = (timestamp, key.into(), namespace.into());
-        let old_head = self.head(index);
-        let Some(group) = self.groups.get_mut(index) else {
-            return Ok(false);
-        };
-        if group.contains(&timer) {
+        if self.timers.contains(key_group, timestamp, key, namespace)? {
             return Ok(false);
         }
         self.reservation.try_grow(timer_size(key, namespace))?;
-        group.insert(timer);
-        self.len += 1;
+        self.timers.insert(key_group, timestamp, key, namespace)?;
         self.pending += 1;
-        self.reindex(index, old_head);
         Ok(true)
     }
 
@@ -165,55 +110,29 @@ impl TimerTable for MemoryTimerTable {
         key: &[u8],
         namespace: &[u8],
     ) -> Result<bool> {
-        let index = self.group_index(key_group)?;
-        let timer: TimerKey = (timestamp, key.into(), namespace.into());
-        let old_head = self.head(index);
-        let removed = self
-            .groups
-            .get_mut(index)
-            .is_some_and(|group| group.remove(&timer));
+        let removed = self.timers.remove(key_group, timestamp, key, namespace)?;
         if removed {
             self.reservation.shrink(timer_size(key, namespace));
-            self.len -= 1;
             self.pending += 1;
-            self.reindex(index, old_head);
         }
         Ok(removed)
     }
 
     fn next_timestamp(&self) -> Option<i64> {
-        self.heads.first().map(|h| h.0)
+        self.timers.next_timestamp()
     }
 
     fn pop_due(&mut self, up_to: i64) -> Result<Option<Timer>> {
-        let Some(&(ts, index)) = self.heads.first() else {
-            return Ok(None);
-        };
-        if ts > up_to {
-            return Ok(None);
+        let timer = self.timers.pop_due(up_to);
+        if let Some(t) = &timer {
+            self.reservation.shrink(timer_size(&t.key, &t.namespace));
+            self.pending += 1;
         }
-        let Some(key_group) = self.key_group_of(index) else {
-            return Ok(None);
-        };
-        let Some((timestamp, key, namespace)) =
-            self.groups.get_mut(index).and_then(BTreeSet::pop_first)
-        else {
-            return Ok(None);
-        };
-        self.reservation.shrink(timer_size(&key, &namespace));
-        self.len -= 1;
-        self.pending += 1;
-        self.reindex(index, Some(ts));
-        Ok(Some(Timer {
-            timestamp,
-            key_group,
-            key: key.into_vec(),
-            namespace: namespace.into_vec(),
-        }))
+        Ok(timer)
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.timers.len()
     }
 
     fn commit(&mut self) -> Result<()> {
@@ -237,33 +156,24 @@ impl CanonicalTable for MemoryTimerTable {
 
     fn export_key_group(&self, key_group: KeyGroup) -> Result<Option<RecordBatch>> {
         self.check_committed("export_key_group")?;
-        let index = self.group_index(key_group)?;
-        let Some(group) = self.groups.get(index) else {
-            return Ok(None);
-        };
-        encode_timer_batch(group.iter().map(|(ts, k, n)| (*ts, &**k, &**n)))
+        encode_timer_batch(self.timers.key_group_timers(key_group)?)
     }
 
     fn stage_restore(&mut self, batches: Vec<(KeyGroup, RecordBatch)>) -> Result<()> {
         self.check_committed("restore")?;
         self.staged = None;
         let mut staged = Staged {
-            groups: (0..self.key_groups.len())
-                .map(|_| BTreeSet::new())
-                .collect(),
+            timers: TimerQueue::new(self.key_groups),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         };
         for (key_group, batch) in &batches {
-            let index = self.group_index(*key_group)?;
-            let timers = decode_timer_batch(*key_group, batch)?;
-            let Some(group) = staged.groups.get_mut(index) else {
-                continue;
-            };
-            for t in timers {
+            for t in decode_timer_batch(*key_group, batch)? {
                 staged
                     .reservation
                     .try_grow(timer_size(&t.key, &t.namespace))?;
-                group.insert((t.timestamp, t.key.into(), t.namespace.into()));
+                staged
+                    .timers
+                    .insert(*key_group, t.timestamp, &t.key, &t.namespace)?;
             }
         }
         self.staged = Some(staged);
@@ -272,20 +182,11 @@ impl CanonicalTable for MemoryTimerTable {
 
     fn commit_restore(&mut self) {
         let staged = self.staged.take().unwrap_or_else(|| Staged {
-            groups: (0..self.key_groups.len())
-                .map(|_| BTreeSet::new())
-                .collect(),
+            timers: TimerQueue::new(self.key_groups),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         });
-        self.groups = staged.groups;
+        self.timers = staged.timers;
         self.reservation = staged.reservation;
-        self.len = self.groups.iter().map(BTreeSet::len).sum();
-        self.heads = self
-            .groups
-            .iter()
-            .enumerate()
-            .filter_map(|(i, g)| g.first().map(|t| (t.0, i)))
-            .collect();
         self.pending = 0;
     }
 

@@ -111,6 +111,7 @@ mod codec;
 mod context;
 mod error;
 mod inline_key;
+mod key_groups;
 mod map;
 mod memory;
 mod registry;
@@ -120,6 +121,7 @@ mod sortkey;
 mod sweep;
 mod table;
 mod timer;
+mod timer_queue;
 mod ttl;
 mod validate;
 
@@ -133,6 +135,7 @@ pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
 pub use inline_key::{INLINE_KEY_LEN, InlineKey};
+pub use key_groups::{key_group_at, key_group_offset};
 pub use map::{
     MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, UserKeyRange,
     full_key_bounds, map_entry_key, prefix_successor,
@@ -153,9 +156,10 @@ pub use timer::{
     TimeDomain, Timer, TimerStateStore, TimerTable, decode_timer_batch, encode_timer_batch,
     flip_timestamp, timer_canonical_schema, timer_fields, timer_sort_key, unflip_timestamp,
 };
+pub use timer_queue::TimerQueue;
 pub use ttl::{
     Clock, ManualClock, SystemClock, TtlConfig, TtlRead, TtlUpdateType, TtlVisibility,
-    expiration_timestamp, is_expired, ttl_exported, ttl_read, ttl_scan_visible,
+    expiration_timestamp, is_expired, ttl_exported, ttl_now, ttl_read, ttl_scan_visible,
 };
 pub use validate::{decode_canonical_section, validate_canonical_rows};
 

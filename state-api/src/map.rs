@@ -268,16 +268,21 @@ pub trait MapTable {
     /// Visits the visible entries of `prefix` inside `range` in `direction` order until the
     /// visitor breaks.
     ///
+    /// The visitor is generic (a closure is called directly, inlined into the backend's
+    /// loop); a `&mut` [`ScanVisitor`] trait object is accepted too.
+    ///
     /// # Errors
     /// Bundle state, key-group range, a backend read or decode failure.
-    fn scan(
+    fn scan<F>(
         &mut self,
         key_group: KeyGroup,
         prefix: &[u8],
         range: UserKeyRange<'_>,
         direction: ScanDirection,
-        visit: &mut ScanVisitor<'_, <Self::Codec as ValueCodec>::Value>,
-    ) -> Result<()>;
+        visit: &mut F,
+    ) -> Result<()>
+    where
+        F: FnMut(&[u8], &<Self::Codec as ValueCodec>::Value) -> ControlFlow<()> + ?Sized;
 
     /// The first (smallest user key) visible entry of `prefix` inside `range`.
     ///

@@ -217,6 +217,12 @@ pub fn ttl_scan_visible(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> 
     })
 }
 
+/// The time a table with `ttl` stamps and checks entries with: the clock's now with TTL,
+/// `0` without (no clock read: timestamps of a table without TTL are 0).
+pub fn ttl_now(ttl: Option<&TtlConfig>, clock: &dyn Clock) -> i64 {
+    if ttl.is_some() { clock.now_millis() } else { 0 }
+}
+
 /// The export filter of canonical snapshots: an entry is exported when it is not expired at
 /// the snapshot's `now` (every entry of a table without TTL).
 pub fn ttl_exported(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> bool {

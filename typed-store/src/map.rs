@@ -13,9 +13,10 @@ use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::{ReadOptions, WriteBatch};
 use state_api::{
     BundlePhase, CanonicalTable, Clock, Error, MapHydration, MapStateStore, MapTable,
-    MemoryReservation, Result, ScanDirection, ScanVisitor, StoreConfig, SweepProgress, TableStats,
-    TtlConfig, TtlRead, UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch,
-    encode_canonical_batch, full_key_bounds, ttl_exported, ttl_read, ttl_scan_visible,
+    MemoryReservation, Result, ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig,
+    TtlRead, UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch,
+    encode_canonical_batch, full_key_bounds, key_group_offset, ttl_exported, ttl_now, ttl_read,
+    ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -290,22 +291,11 @@ impl<C: ValueCodec> RocksMapTable<C> {
     }
 
     fn check_key_group(&self, key_group: KeyGroup) -> Result<()> {
-        if self.key_groups.contains(key_group) {
-            Ok(())
-        } else {
-            Err(Error::KeyGroupOutOfRange {
-                key_group: key_group.get(),
-                range: self.key_groups,
-            })
-        }
+        key_group_offset(self.key_groups, key_group).map(drop)
     }
 
     fn now(&self) -> i64 {
-        if self.ttl.is_some() {
-            self.clock.now_millis()
-        } else {
-            0
-        }
+        ttl_now(self.ttl.as_ref(), &*self.clock)
     }
 
     /// Writes the full key of (`key_group`, `prefix`, `user_key`) into `scratch` and the full
@@ -506,14 +496,17 @@ type Overlay<'a, V> = std::iter::Peekable<OverlayIter<'a, V>>;
 
 /// Visits the overlay entries before `bound` (all when `None`) in scan order; `Break` when the
 /// visitor stopped.
-fn drain_overlay<V>(
+fn drain_overlay<V, F>(
     overlay: &mut Overlay<'_, V>,
     bound: Option<&[u8]>,
     forward: bool,
     skip: usize,
     visible: &dyn Fn(&Entry<V>) -> bool,
-    visit: &mut dyn FnMut(&[u8], &V) -> ControlFlow<()>,
-) -> ControlFlow<()> {
+    visit: &mut F,
+) -> ControlFlow<()>
+where
+    F: FnMut(&[u8], &V) -> ControlFlow<()> + ?Sized,
+{
     while let Some((key, _)) = overlay.peek() {
         let before = bound.is_none_or(|b| {
             if forward {
@@ -775,14 +768,17 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         Ok(removed)
     }
 
-    fn scan(
+    fn scan<F>(
         &mut self,
         key_group: KeyGroup,
         prefix: &[u8],
         range: UserKeyRange<'_>,
         direction: ScanDirection,
-        visit: &mut ScanVisitor<'_, C::Value>,
-    ) -> Result<()> {
+        visit: &mut F,
+    ) -> Result<()>
+    where
+        F: FnMut(&[u8], &C::Value) -> ControlFlow<()> + ?Sized,
+    {
         self.check_bundle("scan", true)?;
         self.check_key_group(key_group)?;
         let mut full_prefix = Vec::new();

@@ -11,7 +11,8 @@ use rocksdb::{ReadOptions, WriteBatch};
 use state_api::{
     BundlePhase, CanonicalTable, Clock, Error, KeyedTable, MemoryReservation, Result, StoreConfig,
     SweepProgress, TableStats, TtlConfig, TtlRead, ValueCodec, canonical_schema,
-    decode_canonical_batch, encode_canonical_batch, ttl_exported, ttl_read,
+    decode_canonical_batch, encode_canonical_batch, key_group_offset, ttl_exported, ttl_now,
+    ttl_read,
 };
 
 use crate::cache::{Key, WorkingMap};
@@ -187,22 +188,11 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     }
 
     fn check_key_group(&self, key_group: KeyGroup) -> Result<()> {
-        if self.key_groups.contains(key_group) {
-            Ok(())
-        } else {
-            Err(Error::KeyGroupOutOfRange {
-                key_group: key_group.get(),
-                range: self.key_groups,
-            })
-        }
+        key_group_offset(self.key_groups, key_group).map(drop)
     }
 
     fn now(&self) -> i64 {
-        if self.ttl.is_some() {
-            self.clock.now_millis()
-        } else {
-            0
-        }
+        ttl_now(self.ttl.as_ref(), &*self.clock)
     }
 
     /// Decodes stored values with the shared value codec of the store

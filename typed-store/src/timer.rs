@@ -1,7 +1,7 @@
 //! The RocksDB timer table: Flink's timer key layout in its own column family, an in-memory
 //! ordered set per key group and a heads index across key groups.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::mem::size_of;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -10,9 +10,9 @@ use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::WriteBatch;
 use state_api::{
-    CanonicalTable, Error, MemoryReservation, Result, StoreConfig, TimeDomain, Timer,
+    CanonicalTable, Error, MemoryReservation, Result, StoreConfig, TimeDomain, Timer, TimerQueue,
     TimerStateStore, TimerTable, decode_timer_batch, encode_timer_batch, flip_timestamp,
-    timer_canonical_schema, unflip_timestamp,
+    key_group_offset, timer_canonical_schema, unflip_timestamp,
 };
 
 use crate::error::{Error as RocksError, rocks_api};
@@ -20,12 +20,8 @@ use crate::format::{push_key_group_prefix, timer_columns};
 use crate::restore::load_staging;
 use crate::store::{DbState, RocksStore, Shared};
 
-/// One timer of a key group's set: (timestamp, key, namespace), ordered as [`Timer`] is
-/// within one key group.
-type Entry = (i64, Vec<u8>, Vec<u8>);
-
 /// Bytes a resident timer reserves from the pool beyond its key and namespace bytes.
-const TIMER_OVERHEAD: usize = size_of::<Entry>() + 32;
+const TIMER_OVERHEAD: usize = size_of::<(i64, Box<[u8]>, Box<[u8]>)>() + 32;
 
 /// The RocksDB key of a timer (see the module docs), into `out` (cleared first).
 fn timer_key(
@@ -75,19 +71,20 @@ fn parse_timer<'k>(
     ))
 }
 
-/// The timers of one table in memory, and the changes not yet committed.
+/// The timers of one table in memory (the shared [`TimerQueue`]), and the changes not yet
+/// committed.
 #[derive(Debug)]
 pub(crate) struct TimerState {
-    key_groups: KeyGroupRange,
     prefix_bytes: usize,
-    /// One ordered set per key group of the range (index = key group - range start).
-    sets: Vec<BTreeSet<Entry>>,
-    /// (first timestamp, key group) of every non-empty set: the global order's heads.
-    heads: BTreeSet<(i64, i32)>,
-    len: usize,
+    timers: TimerQueue,
     /// RocksDB key -> key length (a put) or `None` (a delete), changed since the last commit.
     pending: BTreeMap<Vec<u8>, Option<u32>>,
     reservation: MemoryReservation,
+}
+
+/// Bytes a resident timer reserves.
+fn timer_cost(key: &[u8], namespace: &[u8]) -> usize {
+    key.len() + namespace.len() + TIMER_OVERHEAD
 }
 
 impl TimerState {
@@ -97,77 +94,40 @@ impl TimerState {
         reservation: MemoryReservation,
     ) -> Self {
         Self {
-            key_groups,
             prefix_bytes,
-            sets: vec![BTreeSet::new(); key_groups.len()],
-            heads: BTreeSet::new(),
-            len: 0,
+            timers: TimerQueue::new(key_groups),
             pending: BTreeMap::new(),
             reservation,
         }
     }
 
-    fn index(&self, key_group: KeyGroup) -> Result<usize> {
-        if self.key_groups.contains(key_group) {
-            usize::try_from(key_group.get() - self.key_groups.start()).map_err(|_| {
-                Error::KeyGroupOutOfRange {
-                    key_group: key_group.get(),
-                    range: self.key_groups,
-                }
-            })
-        } else {
-            Err(Error::KeyGroupOutOfRange {
-                key_group: key_group.get(),
-                range: self.key_groups,
-            })
-        }
-    }
-
-    /// The head of set `index` changed from `old` (its first timestamp before).
-    fn update_head(&mut self, index: usize, key_group: i32, old: Option<i64>) {
-        let new = self.sets.get(index).and_then(BTreeSet::first).map(|e| e.0);
-        if old != new {
-            if let Some(old) = old {
-                self.heads.remove(&(old, key_group));
-            }
-            if let Some(new) = new {
-                self.heads.insert((new, key_group));
-            }
-        }
-    }
-
     /// Inserts a timer (no pending change recorded); `false` when present.
-    fn insert(&mut self, key_group: KeyGroup, entry: Entry) -> Result<bool> {
-        let index = self.index(key_group)?;
-        let Some(set) = self.sets.get_mut(index) else {
-            return Ok(false);
-        };
-        if set.contains(&entry) {
+    fn insert(
+        &mut self,
+        key_group: KeyGroup,
+        timestamp: i64,
+        key: &[u8],
+        namespace: &[u8],
+    ) -> Result<bool> {
+        if self.timers.contains(key_group, timestamp, key, namespace)? {
             return Ok(false);
         }
-        self.reservation
-            .try_grow(entry.1.len() + entry.2.len() + TIMER_OVERHEAD)?;
-        let old = set.first().map(|e| e.0);
-        set.insert(entry);
-        self.len += 1;
-        self.update_head(index, key_group.get(), old);
-        Ok(true)
+        self.reservation.try_grow(timer_cost(key, namespace))?;
+        self.timers.insert(key_group, timestamp, key, namespace)
     }
 
-    fn remove(&mut self, key_group: KeyGroup, entry: &Entry) -> Result<bool> {
-        let index = self.index(key_group)?;
-        let Some(set) = self.sets.get_mut(index) else {
-            return Ok(false);
-        };
-        let old = set.first().map(|e| e.0);
-        if !set.remove(entry) {
-            return Ok(false);
+    fn remove(
+        &mut self,
+        key_group: KeyGroup,
+        timestamp: i64,
+        key: &[u8],
+        namespace: &[u8],
+    ) -> Result<bool> {
+        let removed = self.timers.remove(key_group, timestamp, key, namespace)?;
+        if removed {
+            self.reservation.shrink(timer_cost(key, namespace));
         }
-        self.len -= 1;
-        self.reservation
-            .shrink(entry.1.len() + entry.2.len() + TIMER_OVERHEAD);
-        self.update_head(index, key_group.get(), old);
-        Ok(true)
+        Ok(removed)
     }
 
     /// Records the change of one timer for the next commit: a put when `present`.
@@ -218,7 +178,7 @@ impl TimerState {
                 }
                 .into());
             };
-            state.insert(kg, (ts, timer_key.to_vec(), namespace.to_vec()))?;
+            state.insert(kg, ts, timer_key, namespace)?;
             iter.next();
         }
         iter.status().map_err(rocks_api("load timers"))?;
@@ -233,7 +193,7 @@ impl TimerState {
             st,
             &cf_name,
             table,
-            current.key_groups,
+            current.timers.key_groups(),
             current.prefix_bytes,
             MemoryReservation::new(Arc::clone(current.reservation.pool())),
         )
@@ -341,7 +301,7 @@ impl TimerTable for RocksTimerTable {
     ) -> Result<bool> {
         let mut state = self.lock();
         key_length(key)?;
-        let inserted = state.insert(key_group, (timestamp, key.to_vec(), namespace.to_vec()))?;
+        let inserted = state.insert(key_group, timestamp, key, namespace)?;
         if inserted {
             state.record(key_group, timestamp, key, namespace, true)?;
         }
@@ -356,8 +316,7 @@ impl TimerTable for RocksTimerTable {
         namespace: &[u8],
     ) -> Result<bool> {
         let mut state = self.lock();
-        let entry = (timestamp, key.to_vec(), namespace.to_vec());
-        if !state.remove(key_group, &entry)? {
+        if !state.remove(key_group, timestamp, key, namespace)? {
             return Ok(false);
         }
         state.record(key_group, timestamp, key, namespace, false)?;
@@ -365,39 +324,29 @@ impl TimerTable for RocksTimerTable {
     }
 
     fn next_timestamp(&self) -> Option<i64> {
-        self.lock().heads.first().map(|h| h.0)
+        self.lock().timers.next_timestamp()
     }
 
     fn pop_due(&mut self, up_to: i64) -> Result<Option<Timer>> {
         let mut state = self.lock();
-        let Some(&(ts, kg)) = state.heads.first() else {
+        let Some(timer) = state.timers.pop_due(up_to) else {
             return Ok(None);
         };
-        if ts > up_to {
-            return Ok(None);
-        }
-        let key_group = KeyGroup::new(kg)?;
-        let index = state.index(key_group)?;
-        let Some(entry) = state.sets.get_mut(index).and_then(BTreeSet::pop_first) else {
-            return Ok(None);
-        };
-        state.len -= 1;
         state
             .reservation
-            .shrink(entry.1.len() + entry.2.len() + TIMER_OVERHEAD);
-        state.update_head(index, kg, Some(ts));
-        let (timestamp, key, namespace) = entry;
-        state.record(key_group, timestamp, &key, &namespace, false)?;
-        Ok(Some(Timer {
-            timestamp,
-            key_group,
-            key,
-            namespace,
-        }))
+            .shrink(timer_cost(&timer.key, &timer.namespace));
+        state.record(
+            timer.key_group,
+            timer.timestamp,
+            &timer.key,
+            &timer.namespace,
+            false,
+        )?;
+        Ok(Some(timer))
     }
 
     fn len(&self) -> usize {
-        self.lock().len
+        self.lock().timers.len()
     }
 
     fn commit(&mut self) -> Result<()> {
@@ -442,17 +391,14 @@ impl CanonicalTable for RocksTimerTable {
     fn export_key_group(&self, key_group: KeyGroup) -> Result<Option<RecordBatch>> {
         self.check_committed("export_key_group")?;
         let state = self.lock();
-        let index = state.index(key_group)?;
-        let Some(set) = state.sets.get(index) else {
-            return Ok(None);
-        };
         let mut scratch = MemoryReservation::new(Arc::clone(state.reservation.pool()));
-        let bytes: usize = set
-            .iter()
-            .map(|e| e.1.len() + e.2.len() + TIMER_OVERHEAD)
+        let bytes: usize = state
+            .timers
+            .key_group_timers(key_group)?
+            .map(|(_, k, n)| timer_cost(k, n))
             .sum();
         scratch.try_grow(bytes)?;
-        encode_timer_batch(set.iter().map(|e| (e.0, e.1.as_slice(), e.2.as_slice())))
+        encode_timer_batch(state.timers.key_group_timers(key_group)?)
     }
 
     /// Decodes and checks every batch into a new timer set and writes the timers into a fresh
@@ -467,27 +413,23 @@ impl CanonicalTable for RocksTimerTable {
             MemoryReservation::new(pool),
         );
         for (key_group, batch) in &batches {
-            staged.index(*key_group)?;
+            key_group_offset(self.key_groups, *key_group)?;
             for timer in decode_timer_batch(*key_group, batch)? {
                 staged.insert(
                     timer.key_group,
-                    (timer.timestamp, timer.key, timer.namespace),
+                    timer.timestamp,
+                    &timer.key,
+                    &timer.namespace,
                 )?;
             }
         }
         let cf_name = self.shared.create_table_cf(&self.name)?;
         let prefix_bytes = self.prefix_bytes;
-        let loaded = load_staging(&self.shared, &cf_name, staged.len, false, |sink| {
+        let loaded = load_staging(&self.shared, &cf_name, staged.timers.len(), false, |sink| {
             let mut key = Vec::new();
-            for (index, set) in staged.sets.iter().enumerate() {
-                let kg = i32::try_from(index)
-                    .ok()
-                    .and_then(|i| KeyGroup::new(self.key_groups.start() + i).ok());
-                let Some(kg) = kg else { continue };
-                for (ts, user_key, namespace) in set {
-                    timer_key(&mut key, kg, prefix_bytes, *ts, user_key, namespace);
-                    sink(&key, &key_length(user_key)?.to_be_bytes())?;
-                }
+            for (kg, ts, user_key, namespace) in staged.timers.iter() {
+                timer_key(&mut key, kg, prefix_bytes, ts, user_key, namespace);
+                sink(&key, &key_length(user_key)?.to_be_bytes())?;
             }
             Ok(())
         });

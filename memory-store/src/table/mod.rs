@@ -1,0 +1,367 @@
+//! The in-memory keyed table, by concern: the table and its entries here; the bundle
+//! operations ([`KeyedTable`](state_api::KeyedTable)) in `bundle.rs`; tombstones and the TTL sweep in `sweep.rs`;
+//! canonical export and restore staging in `restore.rs`; native snapshots in
+//! `checkpoint.rs`.
+
+mod bundle;
+mod checkpoint;
+mod restore;
+mod sweep;
+
+pub use checkpoint::MemoryTableSnapshot;
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+use hashbrown::HashMap;
+use keygroup::{KeyGroup, KeyGroupRange};
+use state_api::{
+    BundlePhase, Clock, MemoryReservation, Result, StoreConfig, TableStats, TtlConfig, ValueCodec,
+    canonical_schema, key_group_offset, ttl_now,
+};
+
+use state_api::InlineKey as Key;
+
+/// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (hash-table
+/// control bytes and slack).
+const ENTRY_OVERHEAD: usize = 16;
+
+/// One stored entry. A removed (or expired-and-read) entry stays as a tombstone until the
+/// bundle commits or a sweep, so a later write in the same bundle is still one dirty key.
+#[derive(Debug, Clone)]
+struct Entry<V> {
+    value: V,
+    last_access: i64,
+    live: bool,
+    /// The bundle that last dirtied this entry.
+    dirty_epoch: u64,
+}
+
+/// One key group's entries: hashbrown with foldhash, keys inline up to 22 bytes, looked up
+/// by `&[u8]` with one hash per operation.
+type Group<V> = HashMap<Key, Entry<V>, foldhash::fast::RandomState>;
+
+/// Rows staged by [`CanonicalTable::stage_restore`] or a native restore.
+#[derive(Debug)]
+struct Staged<V> {
+    groups: Vec<Group<V>>,
+    reservation: MemoryReservation,
+}
+
+/// A keyed table that keeps decoded values in one hash map per key group.
+///
+/// - Everything is resident, so [`begin_bundle`](state_api::KeyedTable::begin_bundle) only validates
+///   and opens the bundle: it issues no reads ([`TableStats::hydration_batches`] and
+///   `point_hydrations` stay 0), and a get of a key not named in it is as fast as any other.
+/// - Writes go to the maps in place; a per-entry bundle epoch makes each dirty key count
+///   once in [`TableStats::written_keys`]. Removals leave tombstones that a commit purges
+///   from a key group once they are a quarter of it (amortised O(1) per removal, no
+///   allocation), and [`sweep_expired`](state_api::KeyedTable::sweep_expired) purges too.
+/// - Memory: every entry reserves `key length + size_of::<Entry<V>>() + 16 +`
+///   [`ValueCodec::heap_size`] from the store's pool; a write the pool refuses fails with
+///   [`Error::MemoryExhausted`] and changes nothing. Restore stages the new content (reserved
+///   in addition to the old) before replacing it.
+/// - TTL: expiry on read (Flink's rule) plus an incremental sweep.
+#[derive(Debug)]
+pub struct MemoryKeyedTable<C: ValueCodec> {
+    name: String,
+    codec: C,
+    ttl: Option<TtlConfig>,
+    max_parallelism: keygroup::MaxParallelism,
+    schema: SchemaRef,
+    key_groups: KeyGroupRange,
+    clock: Arc<dyn Clock>,
+    groups: Vec<Group<C::Value>>,
+    tombstones: Vec<usize>,
+    /// Groups with tombstones, each listed once (`listed[index]` says whether it is).
+    tombstone_groups: Vec<usize>,
+    listed: Vec<bool>,
+    reservation: MemoryReservation,
+    bundle: BundlePhase,
+    epoch: u64,
+    dirty_in_bundle: u64,
+    sweep_cursor: usize,
+    staged: Option<Staged<C::Value>>,
+    stats: TableStats,
+}
+
+fn entry_size<V>(key_len: usize, heap: usize) -> usize {
+    Key::heap_bytes(key_len) + size_of::<Key>() + size_of::<Entry<V>>() + ENTRY_OVERHEAD + heap
+}
+
+impl<C: ValueCodec> MemoryKeyedTable<C> {
+    /// An empty table named `name` in a store with `config` (normally opened through
+    /// [`MemoryStore`](crate::MemoryStore)).
+    pub fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
+        let key_groups = config.key_groups();
+        let schema = canonical_schema(&codec.fields());
+        Self {
+            name: name.to_owned(),
+            codec,
+            ttl,
+            max_parallelism: config.max_parallelism(),
+            schema,
+            key_groups,
+            clock: Arc::clone(config.clock()),
+            groups: (0..key_groups.len()).map(|_| Group::default()).collect(),
+            tombstones: vec![0; key_groups.len()],
+            tombstone_groups: Vec::new(),
+            listed: vec![false; key_groups.len()],
+            reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
+            bundle: BundlePhase::default(),
+            epoch: 1,
+            dirty_in_bundle: 0,
+            sweep_cursor: 0,
+            staged: None,
+            stats: TableStats::default(),
+        }
+    }
+
+    /// Live entries (expired entries not yet cleaned up included).
+    pub fn len(&self) -> usize {
+        self.groups.iter().map(HashMap::len).sum::<usize>() - self.tombstones.iter().sum::<usize>()
+    }
+
+    /// Whether the table holds no live entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes this table currently holds from the memory pool.
+    pub fn reserved_bytes(&self) -> usize {
+        self.reservation.size()
+    }
+
+    fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
+        if requires_open {
+            self.bundle.require_open(operation)
+        } else {
+            self.bundle.require_closed(operation)
+        }
+    }
+
+    fn group_index(&self, key_group: KeyGroup) -> Result<usize> {
+        key_group_offset(self.key_groups, key_group)
+    }
+
+    fn now(&self) -> i64 {
+        ttl_now(self.ttl.as_ref(), &*self.clock)
+    }
+}
+
+/// Marks `entry` dirty in bundle `epoch`, counting it once per bundle.
+fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
+    if entry.dirty_epoch != epoch {
+        entry.dirty_epoch = epoch;
+        *dirty += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use keygroup::MaxParallelism;
+    use state_api::{
+        BoundedMemoryPool, Error, I64Codec, KeyedTable, ManualClock, MemoryPool, NativeSnapshot,
+    };
+
+    use super::*;
+
+    fn table(pool: Arc<dyn MemoryPool>) -> MemoryKeyedTable<I64Codec> {
+        let mp = MaxParallelism::new(8).unwrap();
+        let config = StoreConfig::try_new(mp, mp.key_groups())
+            .unwrap()
+            .with_memory_pool(pool)
+            .with_clock(Arc::new(ManualClock::new(0)));
+        MemoryKeyedTable::new("t", I64Codec, None, &config)
+    }
+
+    fn kg(v: i32) -> KeyGroup {
+        KeyGroup::new(v).unwrap()
+    }
+
+    #[test]
+    fn tombstones_are_purged_once_a_quarter_of_the_group() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..8_u8 {
+            t.put(kg(0), &[i], i64::from(i)).unwrap();
+        }
+        t.commit_bundle().unwrap();
+        let full = pool.used();
+        t.begin_bundle(&[]).unwrap();
+        t.remove(kg(0), &[0]).unwrap();
+        t.commit_bundle().unwrap();
+        // 1 of 8 is below a quarter: kept as a tombstone, still reserved.
+        assert_eq!(pool.used(), full);
+        assert_eq!(t.len(), 7);
+        t.begin_bundle(&[]).unwrap();
+        t.remove(kg(0), &[1]).unwrap();
+        t.commit_bundle().unwrap();
+        assert_eq!(t.groups[0].len(), 6);
+        assert!(pool.used() < full);
+        assert_eq!(t.tombstones[0], 0);
+        assert!(t.tombstone_groups.is_empty());
+    }
+
+    #[test]
+    fn a_hot_key_put_and_removed_again_lists_its_group_once() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..64_u8 {
+            t.put(kg(0), &[i], 1).unwrap(); // a large group: one tombstone is never purged
+        }
+        t.commit_bundle().unwrap();
+        for round in 0..100 {
+            // Revived and buried again in every bundle: the group must stay listed once.
+            t.begin_bundle(&[]).unwrap();
+            t.put(kg(0), b"hot", round).unwrap();
+            t.remove(kg(0), b"hot").unwrap();
+            t.commit_bundle().unwrap();
+            assert_eq!(t.tombstone_groups, [0], "round {round}");
+        }
+        assert_eq!(t.sweep_expired(1_000).unwrap().removed, 1);
+        assert!(t.tombstone_groups.is_empty());
+        t.begin_bundle(&[]).unwrap();
+        t.remove(kg(0), &[0]).unwrap();
+        t.commit_bundle().unwrap();
+        assert_eq!(t.tombstone_groups, [0], "listed again after the sweep");
+    }
+
+    #[test]
+    fn sweep_purges_tombstones_and_respects_the_limit() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..8_u8 {
+            t.put(kg(3), &[i], 1).unwrap();
+        }
+        t.commit_bundle().unwrap();
+        t.begin_bundle(&[]).unwrap();
+        t.remove(kg(3), &[0]).unwrap();
+        t.commit_bundle().unwrap();
+        let mut removed = 0;
+        while {
+            let step = t.sweep_expired(5).unwrap();
+            assert!(step.removed <= 5);
+            removed += step.removed;
+            !step.wrapped
+        } {}
+        assert_eq!(removed, 1);
+        assert_eq!(t.groups[3].len(), 7);
+        let pass: Vec<_> = std::iter::repeat_with(|| t.sweep_expired(5).unwrap())
+            .take_while(|s| !s.wrapped)
+            .collect();
+        assert!(pass.iter().all(|s| s.removed == 0), "{pass:?}");
+    }
+
+    #[test]
+    fn sweep_removes_expired_entries_and_releases_memory() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let clock = ManualClock::new(1_000);
+        let mp = MaxParallelism::new(8).unwrap();
+        let config = StoreConfig::try_new(mp, mp.key_groups())
+            .unwrap()
+            .with_memory_pool(Arc::clone(&pool))
+            .with_clock(Arc::new(clock.clone()));
+        let ttl = TtlConfig::new(std::time::Duration::from_millis(10));
+        let mut t = MemoryKeyedTable::new("t", I64Codec, Some(ttl), &config);
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..40_u8 {
+            t.put(kg(i32::from(i % 8)), &[i], 1).unwrap();
+        }
+        t.commit_bundle().unwrap();
+        clock.set(1_005);
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..8_u8 {
+            t.put(kg(i32::from(i % 8)), &[i], 2).unwrap(); // refreshed: alive until 1015
+        }
+        t.commit_bundle().unwrap();
+        let full = pool.used();
+        clock.set(1_010);
+        let mut total = 0;
+        loop {
+            let step = t.sweep_expired(3).unwrap();
+            assert!(step.removed <= 3);
+            total += step.removed;
+            if step.wrapped {
+                break;
+            }
+        }
+        assert_eq!(total, 32);
+        assert_eq!(t.len(), 8);
+        assert!(pool.used() < full);
+        clock.set(1_015);
+        let step = t.sweep_expired(100).unwrap();
+        assert_eq!((step.removed, step.scanned, step.wrapped), (8, 8, true));
+        assert_eq!(pool.used(), 0);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn native_snapshot_round_trip_and_refusals() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        t.begin_bundle(&[]).unwrap();
+        for i in 0..20_u8 {
+            t.put(kg(i32::from(i % 8)), &[i], i64::from(i)).unwrap();
+        }
+        t.remove(kg(0), &[0]).unwrap();
+        assert!(matches!(
+            t.native_snapshot(),
+            Err(Error::BundleState { .. })
+        ));
+        t.commit_bundle().unwrap();
+        let snapshot = t.native_snapshot().unwrap();
+        assert_eq!(snapshot.len(), 19);
+
+        t.begin_bundle(&[]).unwrap();
+        t.put(kg(1), b"new", 99).unwrap();
+        t.remove(kg(1), &[1]).unwrap();
+        t.commit_bundle().unwrap();
+        t.restore_native(&snapshot).unwrap();
+        t.begin_bundle(&[]).unwrap();
+        assert_eq!(t.get(kg(1), b"new").unwrap(), None);
+        assert_eq!(t.get(kg(1), &[1]).unwrap(), Some(&1));
+        assert_eq!(t.get(kg(0), &[0]).unwrap(), None);
+        t.commit_bundle().unwrap();
+
+        // A snapshot of another range is refused; a restore the pool cannot hold changes nothing.
+        let mp = MaxParallelism::new(8).unwrap();
+        let other = StoreConfig::try_new(mp, KeyGroupRange::new(0, 3).unwrap()).unwrap();
+        let mut small = MemoryKeyedTable::new("t", I64Codec, None, &other);
+        assert!(matches!(
+            small.restore_native(&snapshot),
+            Err(Error::Unsupported { .. })
+        ));
+        let tight: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(pool.used() + 64));
+        let mut u = table(Arc::clone(&tight));
+        u.begin_bundle(&[]).unwrap();
+        u.put(kg(2), b"keep", 5).unwrap();
+        u.commit_bundle().unwrap();
+        let err = u.restore_native(&snapshot).unwrap_err();
+        assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
+        u.begin_bundle(&[]).unwrap();
+        assert_eq!(u.get(kg(2), b"keep").unwrap(), Some(&5));
+        u.commit_bundle().unwrap();
+    }
+
+    #[test]
+    fn failed_growth_on_overwrite_keeps_old_value() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mp = MaxParallelism::new(8).unwrap();
+        let config = StoreConfig::try_new(mp, mp.key_groups())
+            .unwrap()
+            .with_memory_pool(Arc::clone(&pool));
+        let mut t = MemoryKeyedTable::new("s", state_api::I64F64StrCodec, None, &config);
+        t.begin_bundle(&[]).unwrap();
+        t.put(kg(1), b"k", (1, 1.0, None)).unwrap();
+        let big = "x".repeat(2 << 20);
+        let err = t.put(kg(1), b"k", (2, 2.0, Some(big))).unwrap_err();
+        assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
+        assert_eq!(t.get(kg(1), b"k").unwrap(), Some(&(1, 1.0, None)));
+        t.commit_bundle().unwrap();
+    }
+}
