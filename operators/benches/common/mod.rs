@@ -1,11 +1,11 @@
 //! What both bench binaries share: the two backends and their state-size measures.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use keygroup::{MaxParallelism, Parallelism};
 use memory_store::MemoryStore;
 use state_api::conformance::StoreFactory as _;
-use state_api::{KeyedStateStore, MapStateStore, StoreConfig, TimerStateStore};
+use state_api::{BoundedMemoryPool, KeyedStateStore, MapStateStore, StoreConfig, TimerStateStore};
 use typed_store::RocksStore;
 use typed_store::test_util::RocksFactory;
 
@@ -21,8 +21,8 @@ pub(crate) trait BenchStore: MapStateStore + TimerStateStore + Sized {
     const NAME: &'static str;
     /// A fresh, empty store.
     fn fresh() -> Self;
-    /// Bytes the backend holds for `tables`: memory-store, the memory pool's bytes (what it
-    /// charges for its entries); typed-store, the SST bytes of the tables' column families
+    /// Bytes the backend holds for `tables`: memory-store, the bytes it charges to its (bounded)
+    /// memory pool for its entries; typed-store, the SST bytes of the tables' column families
     /// after a flush and a full compaction (RocksDB's on-disk size, compressed as the store
     /// configures it).
     fn state_bytes(&self, tables: &[&str]) -> u64;
@@ -45,7 +45,9 @@ impl<S: BenchStore> Drop for Done<S> {
 impl BenchStore for MemoryStore {
     const NAME: &'static str = "memory-store";
     fn fresh() -> Self {
-        MemoryStore::new(config())
+        // memory-store charges its entries only to a bounded pool (an unbounded pool gets no
+        // atomic traffic), so the state-size measure needs one; 64 GiB never refuses here.
+        MemoryStore::new(config().with_memory_pool(Arc::new(BoundedMemoryPool::new(64 << 30))))
     }
     fn state_bytes(&self, _tables: &[&str]) -> u64 {
         u64::try_from(self.config().memory_pool().used()).unwrap_or(u64::MAX)
