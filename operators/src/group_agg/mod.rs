@@ -120,8 +120,12 @@ impl<S: MapStateStore> GroupAggregate<S> {
         }
         let named: Vec<(KeyGroup, &[u8])> = keys.iter().map(|(k, b)| (*k, b.as_slice())).collect();
         self.acc.begin_bundle(&named)?;
+        // Companions are not hydrated: a group's companion prefix holds one entry per distinct
+        // element (100k for a large group), and loading it whole every bundle made each
+        // update O(group) -- the hydration pathology map tables exist to avoid. Point reads of
+        // the touched elements and one ordered seek per edge go to the store instead.
         if let Some(c) = self.companions.as_mut()
-            && let Err(e) = c.begin_bundle(MapHydration::prefixes(&named))
+            && let Err(e) = c.begin_bundle(MapHydration::none())
         {
             self.acc.commit_bundle()?;
             return Err(e.into());
