@@ -923,7 +923,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         Ok(())
     }
 
-    /// One step of [`sweep_column_family`]: at most `4 * max_entries` (at least 64) entries
+    /// One step of `sweep_column_family`: at most `4 * max_entries` (at least 64) entries
     /// scanned from a cursor, the expired ones among them deleted (at most `max_entries`) in
     /// one write batch; a table without TTL has nothing to sweep.
     fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {

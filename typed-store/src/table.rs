@@ -588,7 +588,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         self.bundle_phase.end("commit_bundle")
     }
 
-    /// One step of [`sweep_column_family`]: at most `4 * max_entries` (at least 64) entries
+    /// One step of `sweep_column_family`: at most `4 * max_entries` (at least 64) entries
     /// scanned from a cursor, the expired ones among them deleted (at most `max_entries`) in
     /// one write batch; a table without TTL has nothing to sweep. The TTL compaction filter
     /// removes expired entries in the background as well.

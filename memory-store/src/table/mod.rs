@@ -60,7 +60,7 @@ struct Staged<V> {
 ///   allocation), and [`sweep_expired`](state_api::KeyedTable::sweep_expired) purges too.
 /// - Memory: every entry reserves `key length + size_of::<Entry<V>>() + 16 +`
 ///   [`ValueCodec::heap_size`] from the store's pool; a write the pool refuses fails with
-///   [`Error::MemoryExhausted`] and changes nothing. Restore stages the new content (reserved
+///   [`Error::MemoryExhausted`](state_api::Error::MemoryExhausted) and changes nothing. Restore stages the new content (reserved
 ///   in addition to the old) before replacing it.
 /// - TTL: expiry on read (Flink's rule) plus an incremental sweep.
 #[derive(Debug)]
