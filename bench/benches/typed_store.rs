@@ -279,12 +279,20 @@ fn commit(c: &mut Criterion) {
     let rocks_keys: Vec<Vec<u8>> = keys.iter().map(|(kg, k)| rocks_key(*kg, k)).collect();
     let config = StoreConfig::try_new(mp(), mp().key_groups()).expect("config");
 
-    // typed-store: write-through per bundle.
+    // typed-store: write-through per bundle, and the default write-behind buffer.
     let dir = tempfile::tempdir().expect("tmp");
-    let slot = RocksSlot::try_new(256 << 20).expect("slot");
+    let slot = RocksSlot::try_new(256 << 20)
+        .expect("slot")
+        .with_write_behind(0);
     let mut store =
         RocksStore::open(dir.path().join("typed"), config.clone(), &slot).expect("open");
     let mut typed = store.open_table("counts", I64Codec, None).expect("table");
+    let behind_slot = RocksSlot::try_new(256 << 20).expect("slot");
+    let mut behind_store =
+        RocksStore::open(dir.path().join("behind"), config.clone(), &behind_slot).expect("open");
+    let mut behind = behind_store
+        .open_table("counts", I64Codec, None)
+        .expect("table");
     // Per record: raw RocksDB with the same value bytes, same slot-sized cache.
     let raw_dir = tempfile::tempdir().expect("tmp");
     let cache = Cache::new_lru_cache(256 << 20);
@@ -304,6 +312,7 @@ fn commit(c: &mut Criterion) {
     // Run the whole stream once on each so the measured bundles see a populated state.
     for bundle in &bundles {
         table_bundle(&mut typed, &keys, bundle);
+        table_bundle(&mut behind, &keys, bundle);
         table_bundle(&mut mem_table, &keys, bundle);
         per_record(&raw, &write, &rocks_keys, bundle);
     }
@@ -317,6 +326,12 @@ fn commit(c: &mut Criterion) {
     g.bench_function("typed_store_write_through", |b| {
         b.iter(|| {
             table_bundle(&mut typed, &keys, &bundles[next % bundles.len()]);
+            next += 1;
+        });
+    });
+    g.bench_function("typed_store_write_behind", |b| {
+        b.iter(|| {
+            table_bundle(&mut behind, &keys, &bundles[next % bundles.len()]);
             next += 1;
         });
     });
@@ -335,6 +350,8 @@ fn commit(c: &mut Criterion) {
     g.finish();
     drop(typed);
     drop(store);
+    drop(behind);
+    drop(behind_store);
 }
 
 /// Flink's per-record pattern: get, decode, add one, encode, put (WAL off), per record.

@@ -50,6 +50,9 @@ pub struct Typed {
     pub write_buffer_bytes: Option<u64>,
     /// Memtable options, or `None` for the slot's defaults.
     pub memtable: Option<MemtableOptions>,
+    /// The keyed tables' write-behind limit in bytes (`0`: write-through per bundle), or
+    /// `None` for the slot's default.
+    pub write_behind_bytes: Option<usize>,
 }
 
 #[cfg(feature = "typed")]
@@ -71,6 +74,9 @@ impl Backend for Typed {
         };
         if let Some(memtable) = self.memtable {
             slot = slot.with_memtable(memtable);
+        }
+        if let Some(bytes) = self.write_behind_bytes {
+            slot = slot.with_write_behind(bytes);
         }
         let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(self.pool_bytes));
         Ok(RocksStore::open(dir, config.with_memory_pool(pool), &slot)?)

@@ -32,6 +32,8 @@ USAGE: sfstate-bench [OPTIONS]
   --pool-mib M         typed-store host memory pool per subtask (default 128)
   --write-buffer-mib M typed-store write-buffer size (default: the slot's)
   --inplace on|off     typed-store memtable in-place updates (default: the slot's)
+  --write-behind-mib M typed-store write-behind limit per keyed table, 0 = write-through
+                       per bundle (default: the slot's, 32)
   --memtable-bloom R   typed-store memtable bloom ratio, 0 = off (default: the slot's)
   --quick              50000 events, 2000 keys: a check that runs in seconds (CI)
   --json               print the reports as JSON (one array) instead of the table
@@ -69,6 +71,8 @@ pub struct Options {
     pub write_buffer_mib: Option<u64>,
     /// typed-store in-place memtable updates, `None` for the slot's default.
     pub inplace: Option<bool>,
+    /// typed-store write-behind limit (MiB, 0 = write-through), `None` for the slot's default.
+    pub write_behind_mib: Option<usize>,
     /// typed-store memtable bloom ratio, `None` for the slot's default.
     pub memtable_bloom: Option<f64>,
     /// JSON output.
@@ -100,6 +104,7 @@ impl Default for Options {
             pool_mib: 128,
             write_buffer_mib: None,
             inplace: None,
+            write_behind_mib: None,
             memtable_bloom: None,
             json: false,
             dir: std::env::temp_dir(),
@@ -177,6 +182,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
             "--write-buffer-mib" => {
                 o.write_buffer_mib = Some(number("--write-buffer-mib", args.next())?);
             }
+            "--write-behind-mib" => {
+                o.write_behind_mib = Some(number("--write-behind-mib", args.next())?);
+            }
             "--memtable-bloom" => {
                 o.memtable_bloom = Some(number("--memtable-bloom", args.next())?);
             }
@@ -228,6 +236,7 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
         pool_bytes: options.pool_mib << 20,
         write_buffer_bytes: options.write_buffer_mib.map(|m| m << 20),
         memtable,
+        write_behind_bytes: options.write_behind_mib.map(|m| m << 20),
     };
     let progress = options.progress && !options.json && std::io::stderr().is_terminal();
     let mut reports = Vec::new();
@@ -345,14 +354,14 @@ pub fn header() -> String {
         "snapMiB",
         "restore3",
         "verified",
-        "ms gen/begin/proc/commit/sink"
+        "ms gen/begin/proc/commit/sink (wall) | cpu ms gen/begin/proc/commit"
     )
 }
 
 /// One report as a table line.
 pub fn line(r: &RunReport) -> String {
     format!(
-        "{:<24} {:>6} {:>11.0} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}/{:.0}",
+        "{:<24} {:>6} {:>11.0} {:>11.0} {:>8} {:>8} {:>18} {:>18} {:>5} {:>8} {:>7} {:>7} {:>8.1} {:>8} {:>7.1}ms {:>8}  {:.0}/{:.0}/{:.0}/{:.0}/{:.0} | {:.0}/{:.0}/{:.0}/{:.0}",
         r.label(),
         r.bundle,
         r.events_per_second,
@@ -377,7 +386,11 @@ pub fn line(r: &RunReport) -> String {
         r.phases.begin_ms,
         r.phases.process_ms,
         r.phases.commit_ms,
-        r.phases.sink_ms
+        r.phases.sink_ms,
+        r.phases.cpu_split_ms[0],
+        r.phases.cpu_split_ms[1],
+        r.phases.cpu_split_ms[2],
+        r.phases.cpu_split_ms[3]
     )
 }
 

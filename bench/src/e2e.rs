@@ -158,6 +158,10 @@ pub struct Phases {
     /// CPU time of the subtask threads (`/proc/thread-self/schedstat`), robust to a loaded
     /// machine where wall time is not.
     pub cpu_ms: f64,
+    /// The subtask threads' CPU time per phase (generate, begin, process, commit), measured
+    /// per bundle in the bundled W1 / W4 runs (zeros elsewhere): the per-event cost
+    /// breakdown that a loaded machine does not distort.
+    pub cpu_split_ms: [f64; 4],
 }
 
 impl Phases {
@@ -168,6 +172,9 @@ impl Phases {
         self.commit_ms += other.commit_ms;
         self.sink_ms += other.sink_ms;
         self.cpu_ms += other.cpu_ms;
+        for (mine, theirs) in self.cpu_split_ms.iter_mut().zip(other.cpu_split_ms) {
+            *mine += theirs;
+        }
     }
 }
 
@@ -236,6 +243,7 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     while start < spec.events {
         let end = (start + bundle).min(spec.events);
         let t0 = Instant::now();
+        let c0 = thread_cpu_ms();
         rows.clear();
         events.clear();
         for i in start..end {
@@ -260,8 +268,10 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
             .map(|e| (e.key_group, &rows[e.start..e.end]))
             .collect();
         let t1 = Instant::now();
+        let c1 = thread_cpu_ms();
         table.begin_bundle(&named)?;
         let t2 = Instant::now();
+        let c2 = thread_cpu_ms();
         for e in &events {
             let row = &rows[e.start..e.end];
             let state = table.get(e.key_group, row)?.copied();
@@ -270,8 +280,17 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
             }
         }
         let t3 = Instant::now();
+        let c3 = thread_cpu_ms();
         table.commit_bundle()?;
         let t4 = Instant::now();
+        let c4 = thread_cpu_ms();
+        for (phase, cpu) in phases
+            .cpu_split_ms
+            .iter_mut()
+            .zip([c1 - c0, c2 - c1, c3 - c2, c4 - c3])
+        {
+            *phase += cpu;
+        }
         phases.generate_ms += millis(t1 - t0);
         phases.begin_ms += millis(t2 - t1);
         phases.process_ms += millis(t3 - t2);

@@ -93,6 +93,8 @@ impl RocksStore {
             });
         }
         let dir = dir.as_ref();
+        // Committed values still in the keyed tables' write-behind buffers go first.
+        self.shared.flush_write_behind()?;
         let st = self.shared.read();
         // Re-write the table map so the checkpoint holds it even if a best-effort write after
         // a restore failed.
@@ -183,6 +185,8 @@ impl NativeSnapshot for RocksStore {
         for (cell, state) in timers {
             *cell.lock().unwrap_or_else(PoisonError::into_inner) = state;
         }
+        // The restored state replaces what the keyed tables had not yet written.
+        self.shared.discard_write_behind();
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
         let old_dir = old.dir.clone();
         drop(old);

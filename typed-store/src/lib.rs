@@ -84,9 +84,13 @@
 //!
 //! # Behaviour
 //!
-//! - Write-through per bundle: one `WriteBatch` per commit (keys in order) with the WAL off;
-//!   no dirty buffer above RocksDB, no forced flushes (RocksDB's threads flush and compact).
-//!   The working map stays a clean, pool-reserved, bounded cache of committed state.
+//! - Write-behind of committed values: a commit hands each dirty key's stored bytes to the
+//!   table's write-behind buffer (pool-charged, one entry per key), written to RocksDB in one
+//!   sorted `WriteBatch` with the WAL off when it exceeds its limit
+//!   ([`RocksSlot::with_write_behind`], default 32 MiB; `0` writes every commit through), when
+//!   the pool refuses it, and before checkpoints, exports, sweeps and close; reads look in it
+//!   before RocksDB. No forced flushes (RocksDB's threads flush and compact). The working map
+//!   stays a clean, pool-reserved, bounded cache of committed state.
 //! - Hydration with `batched_multi_get_cf` on the table's column family (the issue's
 //!   "default column family" is, with one family per table, the table's family): the
 //!   caller's keys may be unsorted, the misses are sorted for RocksDB and the results mapped
@@ -126,6 +130,7 @@ mod sweep;
 mod table;
 mod timer;
 mod ttl_filter;
+mod write_behind;
 
 /// Test support: this backend's conformance-suite factory. **Not API-stable.**
 #[cfg(feature = "test-util")]
@@ -141,9 +146,10 @@ pub use live::LIVE_POINTER_FILE;
 pub use manifest::CHECKPOINT_MANIFEST_FILE;
 pub use map::RocksMapTable;
 pub use slot::{
-    DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE, MIN_WRITE_BUFFER_SIZE, MemtableOptions,
-    RocksSlot, SlotMemory, calculate_actual_cache_capacity, calculate_default_arena_block_size,
-    calculate_mutable_limit, calculate_write_buffer_manager_capacity, validate_arena_block_size,
+    DEFAULT_WRITE_BEHIND_BYTES, DEFAULT_WRITE_BUFFER_RATIO, DEFAULT_WRITE_BUFFER_SIZE,
+    MIN_WRITE_BUFFER_SIZE, MemtableOptions, RocksSlot, SlotMemory, calculate_actual_cache_capacity,
+    calculate_default_arena_block_size, calculate_mutable_limit,
+    calculate_write_buffer_manager_capacity, validate_arena_block_size,
 };
 pub use store::RocksStore;
 pub use table::RocksKeyedTable;

@@ -29,6 +29,7 @@ use crate::slot::RocksSlot;
 use crate::table::RocksKeyedTable;
 use crate::timer::TimerState;
 use crate::ttl_filter::{TtlCell, TtlFilterFactory};
+use crate::write_behind::{SharedWriteBehind, WriteBehind};
 
 /// Write-buffer size of the default (metadata) column family.
 const METADATA_WRITE_BUFFER_BYTES: usize = 64 << 10;
@@ -115,9 +116,55 @@ pub(crate) struct Shared {
     pub(crate) write_options: WriteOptions,
     /// Options of the SST files a large canonical restore writes (the tables' compression).
     pub(crate) sst_options: Options,
+    /// The write-behind buffer of every keyed table opened in this store, by table name
+    /// (kept when a table handle is dropped: its pending writes reach RocksDB at the store's
+    /// next checkpoint or when the store closes).
+    pub(crate) write_behind: Mutex<HashMap<String, SharedWriteBehind>>,
 }
 
 impl Shared {
+    /// The write-behind buffer of keyed table `table` (created, charged to `pool`, when the
+    /// table is first opened).
+    pub(crate) fn write_behind_of(
+        &self,
+        table: &str,
+        pool: &Arc<dyn state_api::MemoryPool>,
+    ) -> SharedWriteBehind {
+        let mut all = self
+            .write_behind
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            all.entry(table.to_owned())
+                .or_insert_with(|| Arc::new(Mutex::new(WriteBehind::new(Arc::clone(pool))))),
+        )
+    }
+
+    fn write_behind_buffers(&self) -> Vec<(String, SharedWriteBehind)> {
+        self.write_behind
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(name, wb)| (name.clone(), Arc::clone(wb)))
+            .collect()
+    }
+
+    /// Writes every keyed table's pending writes to RocksDB (before a native checkpoint and
+    /// when the store closes).
+    pub(crate) fn flush_write_behind(&self) -> state_api::Result<()> {
+        for (table, wb) in self.write_behind_buffers() {
+            WriteBehind::lock(&wb).flush(self, &table)?;
+        }
+        Ok(())
+    }
+
+    /// Drops every keyed table's pending writes (a native restore replaced the state).
+    pub(crate) fn discard_write_behind(&self) {
+        for (_, wb) in self.write_behind_buffers() {
+            WriteBehind::lock(&wb).discard();
+        }
+    }
+
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, DbState> {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -194,6 +241,16 @@ impl Shared {
             let _ = st.db.drop_cf(&old);
             st.ttl_cells.remove(&old);
         }
+    }
+}
+
+impl Drop for Shared {
+    /// The last handle of the database is gone (store and tables): pending writes reach
+    /// RocksDB before it closes (RocksDB then flushes its memtables to SST files). Best
+    /// effort: a failing write here means the database is failing anyway, and the store's
+    /// state comes back from its last checkpoint.
+    fn drop(&mut self) {
+        let _ = self.flush_write_behind();
     }
 }
 
@@ -417,6 +474,7 @@ impl RocksStore {
                     options.set_compression_type(DBCompressionType::Lz4);
                     options
                 },
+                write_behind: Mutex::new(HashMap::new()),
             }),
             config,
             names: TableRegistry::default(),
@@ -516,28 +574,46 @@ impl RocksStore {
     }
 
     /// Compacts the whole column family of `table` now (the TTL filter drops expired
-    /// entries). RocksDB compacts on its own; this is for tests and tools.
+    /// entries), after writing the table's write-behind buffer. RocksDB compacts on its own;
+    /// this is for tests and tools.
     ///
     /// # Errors
     /// RocksDB failures; [`Error::CorruptMetadata`] for a table never opened.
     pub fn compact_table(&self, table: &str) -> state_api::Result<()> {
+        self.flush_pending(table)?;
         let st = self.shared.read();
         let cf = st.table_cf(table)?;
         st.db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>);
         Ok(())
     }
 
-    /// Flushes the memtables of `table` to an SST file (for tests and tools; the store
-    /// itself never forces flushes).
+    /// Writes the table's write-behind buffer and flushes the memtables of `table` to an SST
+    /// file (for tests and tools; the store itself never forces flushes).
     ///
     /// # Errors
     /// RocksDB failures.
     pub fn flush_table(&self, table: &str) -> state_api::Result<()> {
+        self.flush_pending(table)?;
         let st = self.shared.read();
         let cf = st.table_cf(table)?;
         st.db
             .flush_cf(&cf)
             .map_err(crate::error::rocks_api("flush"))
+    }
+
+    /// Writes the write-behind buffer of keyed table `table` (if any) to RocksDB.
+    fn flush_pending(&self, table: &str) -> state_api::Result<()> {
+        let wb = self
+            .shared
+            .write_behind
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(table)
+            .map(Arc::clone);
+        match wb {
+            Some(wb) => WriteBehind::lock(&wb).flush(&self.shared, table),
+            None => Ok(()),
+        }
     }
 
     /// Records table `name` (column description `columns`, `ttl`) in the store: checks an

@@ -108,10 +108,18 @@ pub fn memory_reservation_accounting<F: StoreFactory>(f: &F) {
             pool.used() <= full,
             "removing everything does not grow the reservation"
         );
-        // Snapshot materialisation reserves from the pool too, and gives it back.
+        // Snapshot materialisation reserves from the pool too, and gives it back (a backend
+        // that buffers committed writes may write them out and hold less afterwards).
         let before = pool.used();
         let _ = snapshot_of(&store, "op", &[&t as &dyn CanonicalTable]);
-        assert_eq!(pool.used(), before, "snapshot reservations are released");
+        assert!(pool.used() <= before, "snapshot reservations are released");
+        let settled = pool.used();
+        let _ = snapshot_of(&store, "op", &[&t as &dyn CanonicalTable]);
+        assert_eq!(
+            pool.used(),
+            settled,
+            "a second snapshot holds nothing after"
+        );
     }
     assert_eq!(
         pool.used(),
@@ -237,6 +245,9 @@ pub fn memory_exhausted_snapshot<F: StoreFactory>(f: &F) {
             .map(|(i, k)| (k.clone(), Some(value(i))))
             .collect::<Vec<_>>(),
     );
+    // A first snapshot settles what a backend buffers (typed-store's write-behind buffer is
+    // written out and its bytes returned), so that the headroom below is what is left.
+    let _ = snapshot_of(&store, "op", &[&t as &dyn CanonicalTable]);
     pool.set_headroom(64);
     let pool_dyn: Arc<dyn MemoryPool> = pool.clone();
     let mut container = sfcs_format::MemoryContainer::new();

@@ -15,3 +15,4 @@ mod store_files;
 mod timer;
 mod ttl_compaction;
 mod util;
+mod write_behind;
