@@ -86,6 +86,36 @@ fn savepoint_seeds_are_in_the_corpus() {
 }
 
 #[test]
+fn stored_value_corpus() {
+    run_corpus("stored_value", sfstate_fuzz::stored_value);
+}
+
+/// The `stored_value` seeds (real values encoded by `typed_store_value::encode_stored_values`)
+/// are in its corpus exactly as their generator makes them (`FUZZ_BLESS=1` writes them).
+#[test]
+fn stored_value_seeds_are_in_the_corpus() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/stored_value");
+    let seeds = sfstate_fuzz::stored_value_seeds();
+    for (name, bytes) in &seeds {
+        let path = dir.join(name);
+        if std::env::var_os("FUZZ_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let stored = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (FUZZ_BLESS=1 writes it)", path.display()));
+        assert_eq!(
+            &stored,
+            bytes,
+            "{} differs from its generator",
+            path.display()
+        );
+        sfstate_fuzz::stored_value(bytes);
+    }
+    println!("stored_value: {} generated seeds", seeds.len());
+}
+
+#[test]
 fn dir_container_corpus() {
     run_corpus("dir_container", sfstate_fuzz::dir_container);
 }
