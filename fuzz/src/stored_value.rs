@@ -148,7 +148,7 @@ pub fn stored_value(data: &[u8]) {
     let entries: Vec<(i64, &Row)> = timestamps.iter().copied().zip(&decoded).collect();
     let mut stored = Vec::new();
     encode_stored_values(&rows, &codec, &entries, |_, bytes| {
-        stored.push(bytes.to_vec())
+        stored.push(bytes.to_vec());
     })
     .expect("decoded values re-encode");
     let (again_ts, again) = decode_stored_values(&rows, &codec, stored.iter().map(Vec::as_slice))
@@ -186,6 +186,7 @@ fn seed(types: &[u8], nullable: bool, rows: &[Row]) -> Vec<u8> {
 /// operators' codec) of the column shapes sfstate stores: a count, a sum and average
 /// accumulator, a top-n row with a string, a window accumulator with nulls, binaries; strings
 /// of 0..=100 bytes cover the mini-block and block boundaries of arrow-row's encoding.
+#[must_use]
 pub fn stored_value_seeds() -> Vec<(String, Vec<u8>)> {
     let text = |n: usize| Scalar::Utf8("é".repeat(n / 2) + &"x".repeat(n % 2));
     let mut seeds = vec![
