@@ -16,7 +16,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use state_api::{Row, RowCodec as ScalarRowCodec, Scalar, ValueCodec};
 use typed_store_value::{Error, RowCodec, decode_stored_values, encode_stored_values};
 
-/// Column types the target draws from: every type the guard walks. The first eleven are the
+/// Column types the target draws from: every type the guard walks. The first twelve are the
 /// types `state_api::RowCodec` (the operators' codec) supports.
 const TYPES: &[DataType] = &[
     DataType::Boolean,
