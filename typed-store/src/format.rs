@@ -118,8 +118,9 @@ impl RowCodec {
     }
 }
 
-/// A [`typed_store_value::Error`] as this crate's error of `table` (corrupt bytes stay
-/// [`Error::CorruptValue`], arrow-row failures [`Error::Arrow`], codec errors pass through).
+/// A [`typed_store_value::Error`] as this crate's error of `table`: corrupt bytes stay
+/// [`Error::CorruptValue`], arrow-row failures [`Error::Arrow`], anything else is
+/// [`Error::Value`].
 fn value_error(table: &str, error: typed_store_value::Error) -> Error {
     let table = table.to_owned();
     match error {
