@@ -9,10 +9,12 @@
 mod restore;
 mod savepoint;
 mod store_model;
+mod stored_value;
 
 pub use restore::{canonical_restore, dir_container, manifest_decode, pristine_section};
 pub use savepoint::{savepoint_metadata, savepoint_seeds};
 pub use store_model::{ModelKey, StoreOp, store_model};
+pub use stored_value::{stored_value, stored_value_seeds};
 
 use arbitrary::{Arbitrary, Unstructured};
 use sfcs_format::{Container, Header, MemoryContainer, SectionWriter, Sections};

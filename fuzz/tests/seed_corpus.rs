@@ -59,14 +59,13 @@ fn savepoint_metadata_corpus() {
     run_corpus("savepoint_metadata", sfstate_fuzz::savepoint_metadata);
 }
 
-/// The `savepoint_metadata` seeds (committed Flink `_metadata` files, the samples unedited
-/// and edited) are in its corpus exactly as their generator makes them (`FUZZ_BLESS=1`
-/// writes them); each is also run.
-#[test]
-fn savepoint_seeds_are_in_the_corpus() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/savepoint_metadata");
-    let seeds = sfstate_fuzz::savepoint_seeds();
-    for (name, bytes) in &seeds {
+/// Checks that each of `seeds` is in `corpus/<target>/` exactly as its generator makes it
+/// (`FUZZ_BLESS=1` writes them) and runs `body` over it.
+fn check_generated_seeds(target: &str, seeds: &[(String, Vec<u8>)], body: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(target);
+    for (name, bytes) in seeds {
         let path = dir.join(name);
         if std::env::var_os("FUZZ_BLESS").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
@@ -80,9 +79,36 @@ fn savepoint_seeds_are_in_the_corpus() {
             "{} differs from its generator",
             path.display()
         );
-        sfstate_fuzz::savepoint_metadata(bytes);
+        body(bytes);
     }
-    println!("savepoint_metadata: {} generated seeds", seeds.len());
+    println!("{target}: {} generated seeds", seeds.len());
+}
+
+/// The `savepoint_metadata` seeds (committed Flink `_metadata` files, the samples unedited
+/// and edited) are in its corpus exactly as their generator makes them; each is also run.
+#[test]
+fn savepoint_seeds_are_in_the_corpus() {
+    check_generated_seeds(
+        "savepoint_metadata",
+        &sfstate_fuzz::savepoint_seeds(),
+        sfstate_fuzz::savepoint_metadata,
+    );
+}
+
+#[test]
+fn stored_value_corpus() {
+    run_corpus("stored_value", sfstate_fuzz::stored_value);
+}
+
+/// The `stored_value` seeds (real values encoded by `typed_store_value::encode_stored_values`)
+/// are in its corpus exactly as their generator makes them; each is also run.
+#[test]
+fn stored_value_seeds_are_in_the_corpus() {
+    check_generated_seeds(
+        "stored_value",
+        &sfstate_fuzz::stored_value_seeds(),
+        sfstate_fuzz::stored_value,
+    );
 }
 
 #[test]

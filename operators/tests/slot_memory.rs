@@ -73,6 +73,11 @@ struct Peaks {
     pool: usize,
     /// Cache usage + memtable bytes the manager does not charge + pool, at one moment.
     total: usize,
+    /// SST files of all stores at the end (levels 0 to 6): smaller write buffers flush more,
+    /// smaller files.
+    sst_files: u64,
+    /// Bytes of those files (`rocksdb.live-sst-files-size`).
+    sst_bytes: u64,
 }
 
 fn run(memory: SlotMemory) -> Peaks {
@@ -153,6 +158,16 @@ fn run(memory: SlotMemory) -> Peaks {
                 .max(cache + memtables.saturating_sub(charged) + pool_peak);
         }
     }
+    for (store, ..) in &stores {
+        for level in 0..=6 {
+            peaks.sst_files += store
+                .property_sum(&format!("rocksdb.num-files-at-level{level}"), true)
+                .unwrap();
+        }
+        peaks.sst_bytes += store
+            .property_sum("rocksdb.live-sst-files-size", true)
+            .unwrap();
+    }
     peaks
 }
 
@@ -171,7 +186,8 @@ fn sixty_four_stores_under_the_crash_workload_stay_within_the_slot_budget() {
         println!(
             "{name}: write buffer {} KiB, arena {} KiB; peaks: cache {:.1} MiB (capacity {:.1}), \
              write-buffer manager {:.1} MiB (capacity {:.1}), memtables {:.1} MiB, host pool \
-             {:.1} MiB (capacity {:.1}); total {:.1} MiB of a {:.1} MiB budget",
+             {:.1} MiB (capacity {:.1}); total {:.1} MiB of a {:.1} MiB budget; at the end \
+             {} SST files, {:.1} MiB",
             memory.write_buffer_size >> 10,
             memory.arena_block_size >> 10,
             mib(p.cache),
@@ -183,6 +199,8 @@ fn sixty_four_stores_under_the_crash_workload_stay_within_the_slot_budget() {
             mib(POOL_BYTES),
             mib(p.total),
             mib(BUDGET),
+            p.sst_files,
+            mib(usize::try_from(p.sst_bytes).unwrap()),
         );
         results.push((memory, p));
     }

@@ -106,6 +106,15 @@ pub enum Error {
         #[source]
         source: arrow_schema::ArrowError,
     },
+    /// The stored-value codec failed otherwise (see [`typed_store_value::Error`]).
+    #[error("table {table:?}: stored value: {source}")]
+    Value {
+        /// The table name.
+        table: String,
+        /// The stored-value error.
+        #[source]
+        source: typed_store_value::Error,
+    },
     /// A file-system operation on the store's directories failed.
     #[error("I/O on {path}: {source}")]
     Io {

@@ -79,8 +79,9 @@
 //! another arrow-row version; the column check refuses another codec. On top of that every
 //! value passes a cheap structural guard before decoding — at least 8 bytes, and the
 //! arrow-row part exactly as long as its columns' encodings say (fixed widths, and the block
-//! structure of strings and binaries) — and a value failing it is
-//! [`Error::CorruptValue`], not a panic.
+//! structure of strings and binaries, string bytes UTF-8) — and a value failing it is
+//! [`Error::CorruptValue`], not a panic. The value format and the guard are the
+//! `typed-store-value` crate's (no RocksDB there, so the fuzz workspace reaches them).
 //!
 //! # Behaviour
 //!

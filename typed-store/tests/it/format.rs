@@ -197,6 +197,11 @@ fn corrupt_stored_values_are_errors_not_panics() {
             v[8 + 9 + 9 + 1 + 8] = 0x30;
             v
         }, // bad block length
+        {
+            let mut v = good.2.clone();
+            v[8 + 9 + 9 + 1] = 0xFF;
+            v
+        }, // a string byte that is not UTF-8 (arrow-row's decoder panicked on it)
     ];
     for (i, bad) in bad_values.iter().enumerate() {
         with_raw(&db_dir, |db| {
