@@ -189,7 +189,12 @@ mod tests {
             let mut starts: Vec<(u32, usize)> = (0_u32..)
                 .zip(&handle.offsets)
                 .filter(|&(_, &o)| o != 0)
-                .map(|(j, &o)| (u32::try_from(handle.start).unwrap() + j, o as usize))
+                .map(|(j, &o)| {
+                    (
+                        u32::try_from(handle.start).unwrap() + j,
+                        usize::try_from(o).unwrap(),
+                    )
+                })
                 .collect();
             starts.sort_by_key(|&(_, o)| o);
             for (i, &(kg, start)) in starts.iter().enumerate() {
@@ -276,7 +281,7 @@ mod tests {
         assert_eq!(chunks.len(), 2);
         assert_eq!((chunks[0].0, chunks[0].3.len()), (UNCOMPRESSED, MAX_CHUNK));
         assert_eq!((chunks[1].0, chunks[1].3.len()), (UNCOMPRESSED, 10));
-        let zeros = frame(&[0; 3 * MAX_CHUNK], &mut SnappyFramer::new(), 1000);
+        let zeros = frame(&vec![0; 3 * MAX_CHUNK], &mut SnappyFramer::new(), 1000);
         let chunks = parse(&zeros);
         assert_eq!(chunks.len(), 3);
         assert!(chunks.iter().all(|c| c.0 == COMPRESSED));

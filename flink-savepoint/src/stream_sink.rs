@@ -118,18 +118,20 @@ impl StreamSink {
     }
 
     fn spill(&mut self) -> io::Result<&mut BufWriter<File>> {
-        let file = match self.file.take() {
-            Some(f) => f,
-            None => {
-                let file = File::create(&self.temp)?;
-                self.syncer = Some(Syncer::start(&file, self.position)?);
-                let mut w = BufWriter::with_capacity(WRITE_BUFFER, file);
-                w.write_all(&self.memory)?;
-                self.memory = Vec::new();
-                w
-            }
-        };
-        Ok(self.file.insert(file))
+        if self.file.is_none() {
+            let file = File::create(&self.temp)?;
+            let syncer = Syncer::start(&file, self.position);
+            // Stored first, so that `drop` removes the file whatever fails next.
+            let w = self
+                .file
+                .insert(BufWriter::with_capacity(WRITE_BUFFER, file));
+            self.syncer = Some(syncer?);
+            w.write_all(&self.memory)?;
+            self.memory = Vec::new();
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("stream file missing"))
     }
 
     /// Completes the stream: an inline stream is returned; a file stream is flushed, synced

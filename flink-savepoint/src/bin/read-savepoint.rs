@@ -153,13 +153,11 @@ fn extract(reader: &SavepointReader, dir: &Path) -> AnyResult<()> {
         let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
         container.put_key_group(kg, &header, &refs)?;
     }
-    let manifest = match reader.get_manifest()? {
-        Some(m) => m.into_owned(),
-        None => {
-            let m = reader.operator().max_parallelism;
-            sfcs_format::Manifest::try_new("", m, 0, m, SFSTATE_PAYLOAD_VERSION, Vec::new())?
-                .encode()
-        }
+    let manifest = if let Some(m) = reader.get_manifest()? {
+        m.into_owned()
+    } else {
+        let m = reader.operator().max_parallelism;
+        sfcs_format::Manifest::try_new("", m, 0, m, SFSTATE_PAYLOAD_VERSION, Vec::new())?.encode()
     };
     container.commit_generation(&manifest)?;
     Ok(())

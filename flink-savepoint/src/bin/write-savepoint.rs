@@ -57,21 +57,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "--parallelism" => parallelism = Some(value()?.parse::<u32>()?),
             "--out" => out = Some(PathBuf::from(value()?)),
             "--name" => name = Some(value()?),
-            "--metadata-version" => {
-                version = match value()?.as_str() {
-                    "3" => MetadataVersion::V3,
-                    "6" => MetadataVersion::V6,
-                    v => return Err(format!("--metadata-version {v}: 3 or 6").into()),
-                }
-            }
+            "--metadata-version" => version = parse_version(&value()?)?,
             "--inline-threshold" => inline_threshold = Some(value()?.parse::<u64>()?),
-            "--compression" => {
-                compression = match value()?.as_str() {
-                    "none" => Compression::None,
-                    "snappy" => Compression::Snappy,
-                    v => return Err(format!("--compression {v}: none or snappy").into()),
-                }
-            }
+            "--compression" => compression = parse_compression(&value()?)?,
             "--no-manifest" => manifest = false,
             "--help" | "-h" => {
                 println!("{USAGE}");
@@ -139,4 +127,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+fn parse_version(v: &str) -> Result<MetadataVersion, String> {
+    match v {
+        "3" => Ok(MetadataVersion::V3),
+        "6" => Ok(MetadataVersion::V6),
+        v => Err(format!("--metadata-version {v}: 3 or 6")),
+    }
+}
+
+fn parse_compression(v: &str) -> Result<Compression, String> {
+    match v {
+        "none" => Ok(Compression::None),
+        "snappy" => Ok(Compression::Snappy),
+        v => Err(format!("--compression {v}: none or snappy")),
+    }
 }

@@ -114,7 +114,8 @@ fn assert_snappy_streams(dir: &std::path::Path, uid: &str) {
         let stream = match handle.stream.as_ref().unwrap() {
             StreamHandle::Relative { path, .. } => std::fs::read(dir.join(path)).unwrap(),
             StreamHandle::Inline { offset, len, .. } => {
-                metadata_bytes[*offset as usize..(*offset + *len) as usize].to_vec()
+                let at = usize::try_from(*offset).unwrap();
+                metadata_bytes[at..at + usize::try_from(*len).unwrap()].to_vec()
             }
             other => panic!("unexpected handle {other:?}"),
         };
