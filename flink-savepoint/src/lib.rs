@@ -67,6 +67,8 @@ mod proxy;
 mod reader;
 mod serializer;
 mod snappy;
+mod snappy_write;
+mod stream_sink;
 mod writer;
 
 pub use error::{Error, Result, SnappyError};
@@ -80,6 +82,6 @@ pub use reader::{
     SavepointReader,
 };
 pub use writer::{
-    DEFAULT_INLINE_THRESHOLD, MetadataVersion, WriteOptions, WriteSummary, key_group_range,
-    write_savepoint,
+    Compression, DEFAULT_INLINE_THRESHOLD, MetadataVersion, WriteOptions, WriteSummary,
+    key_group_range, write_savepoint,
 };

@@ -193,11 +193,11 @@ fn check_reserved_meta(
     Ok(())
 }
 
-/// Writes a proxy (no compression) listing the header state and `chunks` chunk states,
-/// with the exact reserved meta.
-pub(crate) fn write(chunks: u32, out: &mut Vec<u8>) -> Result<()> {
+/// Writes a proxy listing the header state and `chunks` chunk states, with the exact
+/// reserved meta; `compressed` sets `usingKeyGroupCompression` (Snappy-framed blocks).
+pub(crate) fn write(chunks: u32, compressed: bool, out: &mut Vec<u8>) -> Result<()> {
     out.extend_from_slice(&PROXY_VERSION.to_be_bytes());
-    out.push(0);
+    out.push(u8::from(compressed));
     serializer::write_simple(INT, out)?;
     let num_states = i16::try_from(u64::from(chunks) + 1).map_err(|_| Error::TooLarge {
         key_group: 0,
@@ -225,29 +225,6 @@ fn write_reserved_meta(name: &str, out: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
-/// Length of the proxy [`write`] writes for `chunks` chunk states (without writing it).
-pub(crate) fn written_len(chunks: u32) -> Result<u64> {
-    let mut header = Vec::new();
-    write(0, &mut header)?;
-    let mut one = Vec::new();
-    write_reserved_meta(&format!("{CHUNK_PREFIX}0"), &mut one)?;
-    // Chunk-state names grow by one byte per extra decimal digit.
-    let mut len = header.len() as u64;
-    for i in 0..chunks {
-        len += one.len() as u64 + u64::from(decimal_digits(i)) - 1;
-    }
-    Ok(len)
-}
-
-fn decimal_digits(mut n: u32) -> u32 {
-    let mut d = 1;
-    while n >= 10 {
-        n /= 10;
-        d += 1;
-    }
-    d
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,15 +234,6 @@ mod tests {
         let mut out = Vec::new();
         write_reserved_meta(HEADER_STATE_NAME, &mut out).unwrap();
         assert_eq!(out.len(), 339);
-    }
-
-    #[test]
-    fn written_len_matches_write() {
-        for chunks in [0, 1, 9, 10, 11, 100, 123] {
-            let mut out = Vec::new();
-            write(chunks, &mut out).unwrap();
-            assert_eq!(written_len(chunks).unwrap(), out.len() as u64, "{chunks}");
-        }
     }
 
     #[test]

@@ -315,17 +315,8 @@ impl SavepointReader {
             return Ok(None);
         };
         let mut input = Input::open_window(&stream.path, stream.base, stream.len)?;
-        let mut out = vec![0_u8; value.len as usize];
-        match value.loc {
-            Loc::Plain(pos) => {
-                input.seek(pos)?;
-                input.read_into(&mut out, "chunk value")?;
-            }
-            Loc::Snappy { chunk, skip } => {
-                SnappyReader::resume(&mut input, key_group, chunk, skip)?
-                    .read_into(&mut out, "chunk value")?;
-            }
-        }
+        let mut out = Vec::new();
+        read_value(&mut input, key_group, value, &mut out)?;
         Ok(Some(out))
     }
 
@@ -359,10 +350,18 @@ impl SavepointReader {
             });
         }
         let mut crc = 0_u32;
-        for index in 0..header.chunk_count() {
-            let chunk = self.read_chunk(key_group, index)?.unwrap_or_default();
-            crc = crc32c::crc32c_append(crc, &chunk);
-            sink(&chunk);
+        if let Some(stream) = self.streams.get(entry.stream)
+            && !entry.chunks.is_empty()
+        {
+            // One open window and one chunk buffer for the whole key group: the chunks lie
+            // in stream order, so the reads move forward through one file.
+            let mut input = Input::open_window(&stream.path, stream.base, stream.len)?;
+            let mut buf = Vec::new();
+            for value in &entry.chunks {
+                read_value(&mut input, key_group, value, &mut buf)?;
+                crc = crc32c::crc32c_append(crc, &buf);
+                sink(&buf);
+            }
         }
         if crc != header.crc32c() {
             return Err(Error::Envelope {
@@ -386,6 +385,31 @@ impl SavepointReader {
             self.read_payload_with(key_group, expected_operator_id, |_| {})?;
         }
         Ok(self.key_groups.len())
+    }
+}
+
+/// Reads a located value into `buf` (resized to its length; a reused buffer is not
+/// zeroed again, the read overwrites it).
+fn read_value(
+    input: &mut Input,
+    key_group: u32,
+    value: &ValueRef,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    let len = value.len as usize;
+    if buf.len() > len {
+        buf.truncate(len);
+    } else {
+        buf.resize(len, 0);
+    }
+    match value.loc {
+        Loc::Plain(pos) => {
+            input.seek(pos)?;
+            input.read_into(buf, "chunk value")
+        }
+        Loc::Snappy { chunk, skip } => {
+            SnappyReader::resume(input, key_group, chunk, skip)?.read_into(buf, "chunk value")
+        }
     }
 }
 

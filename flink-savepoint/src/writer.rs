@@ -15,6 +15,8 @@ use crate::mutf8;
 use crate::operator_id::OperatorId;
 use crate::proxy;
 use crate::reader::{METADATA_FILE, decode_header};
+use crate::snappy_write::SnappyFramer;
+use crate::stream_sink::{Finished, StreamSink};
 
 /// Flink's default `execution.checkpointing.data-inline-threshold` (20 KiB): streams of at
 /// most this many bytes are inlined in `_metadata`.
@@ -42,6 +44,18 @@ pub enum MetadataVersion {
     V6,
 }
 
+/// How key-group blocks are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Plain blocks (proxy flag `00`), what Flink writes by default. The default.
+    #[default]
+    None,
+    /// Every key-group block Snappy-framed (proxy flag `01`), exactly as Flink 2.3.0 writes
+    /// it with `execution.checkpointing.snapshot-compression: true` (see `snappy_write.rs`).
+    Snappy,
+}
+
 /// Options of [`write_savepoint`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -61,6 +75,8 @@ pub struct WriteOptions {
     /// Streams of at most this many bytes are inlined. Defaults to
     /// [`DEFAULT_INLINE_THRESHOLD`]; 0 writes every stream as a file.
     pub inline_threshold: u64,
+    /// Key-group compression. Defaults to [`Compression::None`].
+    pub compression: Compression,
 }
 
 impl WriteOptions {
@@ -104,6 +120,7 @@ impl WriteOptions {
             parallelism,
             metadata_version: MetadataVersion::default(),
             inline_threshold: DEFAULT_INLINE_THRESHOLD,
+            compression: Compression::None,
         })
     }
 
@@ -125,6 +142,13 @@ impl WriteOptions {
     #[must_use]
     pub fn with_inline_threshold(mut self, bytes: u64) -> Self {
         self.inline_threshold = bytes;
+        self
+    }
+
+    /// Sets the key-group compression.
+    #[must_use]
+    pub fn with_compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
         self
     }
 }
@@ -190,13 +214,16 @@ enum Written {
 ///                    StreamHandle: 06 UTF file ; i64 size   (or 01 UTF name ; i32 len ; bytes)
 ///                 00 (no raw keyed state) ; i32 0 ; i32 0 (no channel state)
 ///             [v6] the constant 745-byte CheckpointProperties blob of a 2.3.0 canonical savepoint
-/// stream i    proxy: i32 6 ; 00 (no compression) ; IntSerializerSnapshot ; i16 (1 + C) states:
+/// stream i    proxy: i32 6 ; 00 (plain) or 01 (Snappy) ; IntSerializerSnapshot ; i16 (1 + C) states:
 ///                    the header state, then chunk states 0..C-1, each with the exact reserved meta
 ///                    (C = the largest chunk count of subtask i's key groups)
 ///             per non-empty key group kg of [start_i, end_i], ascending, back to back:
 ///               0000 | key | i32 (h+4) i32 h header
 ///               0001 | key | i32 (c0+4) i32 c0 chunk 0 | 0002 | … | FFFF
 ///               key = prefix(kg) | 0x80 ‖ i32 kg ‖ 00   (prefix: 1 byte if M <= 128, else 2 BE)
+///               with Compression::Snappy each block is one Snappy framed stream of these bytes
+///               (stream identifier, chunks of 65536 uncompressed bytes; `snappy_write.rs`),
+///               and offset[kg] points at its stream identifier
 /// ```
 ///
 /// Subtask `i` holds exactly `computeKeyGroupRangeForOperatorIndex(M, P, i)`; key groups
@@ -308,15 +335,6 @@ fn plan<C: Container + ?Sized>(
     Ok(out)
 }
 
-/// Bytes of one key-group block.
-fn block_len(prefix_bytes: u64, planned: &Planned) -> u64 {
-    let entry = |value: u64| 4 + prefix_bytes + 5 + 4 + 4 + value + 2;
-    let chunks: u64 = (0..planned.header.chunk_count())
-        .map(|i| entry(planned.header.chunk_len(i).unwrap_or(0) as u64))
-        .sum();
-    2 + entry(planned.header_bytes.len() as u64) + chunks
-}
-
 #[expect(
     clippy::too_many_arguments,
     reason = "one internal call site; the pieces of one subtask"
@@ -337,50 +355,59 @@ fn write_subtask<C: Container + ?Sized>(
         .map(|p| p.header.chunk_count())
         .max()
         .unwrap_or(0);
-    let proxy_len = proxy::written_len(max_chunks)?;
-    let mut offsets = vec![0_i64; (end - start + 1) as usize];
-    let mut pos = proxy_len;
-    for p in planned {
-        if let Some(slot) = offsets.get_mut((p.key_group - start) as usize) {
-            *slot = i64::try_from(pos).map_err(|_| Error::TooLarge {
-                key_group: p.key_group,
-                what: "stream offset",
-            })?;
-        }
-        pos += block_len(prefix_bytes, p);
-    }
-    let total = pos;
-    summary.stream_bytes += total;
+    let snappy = options.compression == Compression::Snappy;
     let mut proxy_bytes = Vec::new();
-    proxy::write(max_chunks, &mut proxy_bytes)?;
-    let write_all = |w: &mut dyn Write, summary: &mut WriteSummary| -> Result<()> {
-        w.write_all(&proxy_bytes).map_err(|e| io_err(out, e))?;
-        for p in planned {
-            summary.chunks += u64::from(p.header.chunk_count());
-            write_block(source, w, prefix_bytes, p).map_err(|e| match e {
-                Error::Io { source, .. } => io_err(out, source),
-                e => e,
-            })?;
-        }
-        Ok(())
+    proxy::write(max_chunks, snappy, &mut proxy_bytes)?;
+    let mut sink = StreamSink::new(options.inline_threshold, temp_path(out, name));
+    let temp = sink.temp_path().to_path_buf();
+    let io = |e: Error| match e {
+        Error::Io { source, .. } => io_err(&temp, source),
+        e => e,
     };
-    if total <= options.inline_threshold {
-        let mut bytes = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
-        write_all(&mut bytes, summary)?;
-        summary.inline_subtasks += 1;
-        return Ok((offsets, Written::Inline(bytes)));
+    sink.write_all(&proxy_bytes).map_err(|e| io_err(&temp, e))?;
+    let mut offsets = vec![0_i64; (end - start + 1) as usize];
+    let mut framer = snappy.then(SnappyFramer::new);
+    for p in planned {
+        let offset = i64::try_from(sink.position()).map_err(|_| Error::TooLarge {
+            key_group: p.key_group,
+            what: "stream offset",
+        })?;
+        if let Some(slot) = offsets.get_mut((p.key_group - start) as usize) {
+            *slot = offset;
+        }
+        summary.chunks += u64::from(p.header.chunk_count());
+        match &mut framer {
+            Some(framer) => {
+                let mut block = framer.start(&mut sink).map_err(|e| io_err(&temp, e))?;
+                write_block(source, &mut block, prefix_bytes, p).map_err(io)?;
+                block.finish().map_err(|e| io_err(&temp, e))?;
+            }
+            None => write_block(source, &mut sink, prefix_bytes, p).map_err(io)?,
+        }
     }
-    let target = out.join(name);
-    let temp = temp_path(out, name);
-    write_atomically(&temp, &target, |w| write_all(w, summary))?;
-    summary.files.push(name.to_owned());
-    Ok((
-        offsets,
-        Written::File {
-            name: name.to_owned(),
-            size: total,
-        },
-    ))
+    let size = sink.position();
+    summary.stream_bytes += size;
+    let written = match sink.finish(&out.join(name))? {
+        Finished::Inline(bytes) => {
+            summary.inline_subtasks += 1;
+            Written::Inline(bytes)
+        }
+        Finished::File { size } => {
+            summary.files.push(name.to_owned());
+            Written::File {
+                name: name.to_owned(),
+                size,
+            }
+        }
+    };
+    debug_assert_eq!(
+        size,
+        match &written {
+            Written::Inline(b) => b.len() as u64,
+            Written::File { size, .. } => *size,
+        }
+    );
+    Ok((offsets, written))
 }
 
 /// Writes one key group's block, copying the envelope verbatim and validating it.

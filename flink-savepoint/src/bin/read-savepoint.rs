@@ -12,7 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use flink_savepoint::{OperatorId, OperatorSelector, ReadOptions, SavepointReader, manifest_json};
+use flink_savepoint::{
+    OperatorId, OperatorSelector, ReadOptions, SFSTATE_PAYLOAD_VERSION, SavepointReader,
+    manifest_json,
+};
 use serde_json::Value;
 use sfcs_format::{Container, DirContainer};
 
@@ -131,9 +134,13 @@ fn run(args: &Args) -> AnyResult<bool> {
     }
 }
 
-/// Copies every key group's envelope, verbatim, into a directory container.
+/// Copies every key group's envelope, verbatim, into a new generation of a directory
+/// container and commits it with the manifest the reader derives (an uncommitted generation
+/// is invisible to every reader of the container, so without the commit the container would
+/// read as empty).
 fn extract(reader: &SavepointReader, dir: &Path) -> AnyResult<()> {
     let mut container = DirContainer::open(dir)?;
+    container.begin_generation()?;
     for kg in reader.key_groups()? {
         let header = reader.get_header(kg)?.unwrap_or_default().into_owned();
         let count = reader
@@ -146,6 +153,13 @@ fn extract(reader: &SavepointReader, dir: &Path) -> AnyResult<()> {
         let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
         container.put_key_group(kg, &header, &refs)?;
     }
+    let manifest = if let Some(m) = reader.get_manifest()? {
+        m.into_owned()
+    } else {
+        let m = reader.operator().max_parallelism;
+        sfcs_format::Manifest::try_new("", m, 0, m, SFSTATE_PAYLOAD_VERSION, Vec::new())?.encode()
+    };
+    container.commit_generation(&manifest)?;
     Ok(())
 }
 

@@ -4,21 +4,22 @@
 //! ```text
 //! write-savepoint --from <container dir> (--uid <uid> | --operator-id <32 hex>)
 //!                 --max-parallelism M --parallelism P --out DIR
-//!                 [--name NAME] [--metadata-version 3|6] [--inline-threshold BYTES] [--no-manifest]
+//!                 [--name NAME] [--metadata-version 3|6] [--inline-threshold BYTES]
+//!                 [--compression none|snappy] [--no-manifest]
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use flink_savepoint::{
-    MetadataVersion, OperatorId, OperatorSelector, SavepointReader, WriteOptions, manifest_json,
-    write_savepoint,
+    Compression, MetadataVersion, OperatorId, OperatorSelector, SavepointReader, WriteOptions,
+    manifest_json, write_savepoint,
 };
 use sfcs_format::DirContainer;
 
 const USAGE: &str = "usage: write-savepoint --from <container dir> (--uid <uid> | --operator-id <hex>) \
 --max-parallelism M --parallelism P --out DIR [--name NAME] [--metadata-version 3|6] \
-[--inline-threshold BYTES] [--no-manifest]";
+[--inline-threshold BYTES] [--compression none|snappy] [--no-manifest]";
 
 fn main() -> ExitCode {
     match run() {
@@ -40,6 +41,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut name = None;
     let mut version = MetadataVersion::V6;
     let mut inline_threshold = None;
+    let mut compression = Compression::None;
     let mut manifest = true;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -55,14 +57,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "--parallelism" => parallelism = Some(value()?.parse::<u32>()?),
             "--out" => out = Some(PathBuf::from(value()?)),
             "--name" => name = Some(value()?),
-            "--metadata-version" => {
-                version = match value()?.as_str() {
-                    "3" => MetadataVersion::V3,
-                    "6" => MetadataVersion::V6,
-                    v => return Err(format!("--metadata-version {v}: 3 or 6").into()),
-                }
-            }
+            "--metadata-version" => version = parse_version(&value()?)?,
             "--inline-threshold" => inline_threshold = Some(value()?.parse::<u64>()?),
+            "--compression" => compression = parse_compression(&value()?)?,
             "--no-manifest" => manifest = false,
             "--help" | "-h" => {
                 println!("{USAGE}");
@@ -84,17 +81,25 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         ),
         _ => return Err(format!("exactly one of --uid and --operator-id\n{USAGE}").into()),
     };
-    options = options.with_metadata_version(version);
+    options = options
+        .with_metadata_version(version)
+        .with_compression(compression);
     if let Some(name) = name {
         options = options.with_name(name);
     }
     if let Some(t) = inline_threshold {
         options = options.with_inline_threshold(t);
     }
-    if !from.is_dir() {
-        return Err(format!("--from {}: not a directory", from.display()).into());
+    let container = DirContainer::open_existing(&from)?;
+    if container.committed_generation().is_none() {
+        // An uncommitted generation reads as empty: refuse rather than write an empty
+        // savepoint that every restore would accept.
+        return Err(format!(
+            "--from {}: no committed snapshot (no CURRENT generation pointer)",
+            from.display()
+        )
+        .into());
     }
-    let container = DirContainer::open(&from)?;
     let summary = write_savepoint(&container, &out, &options)?;
     println!(
         "wrote {}: {} key groups, {} chunks, {} stream bytes, {} inline subtask streams, {} state files",
@@ -122,4 +127,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+fn parse_version(v: &str) -> Result<MetadataVersion, String> {
+    match v {
+        "3" => Ok(MetadataVersion::V3),
+        "6" => Ok(MetadataVersion::V6),
+        v => Err(format!("--metadata-version {v}: 3 or 6")),
+    }
+}
+
+fn parse_compression(v: &str) -> Result<Compression, String> {
+    match v {
+        "none" => Ok(Compression::None),
+        "snappy" => Ok(Compression::Snappy),
+        v => Err(format!("--compression {v}: none or snappy")),
+    }
 }

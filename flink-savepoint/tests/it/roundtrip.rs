@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 
 use flink_savepoint::{
-    Error, MetadataVersion, OperatorSelector, SavepointReader, WriteOptions, key_group_range,
-    write_savepoint,
+    Compression, Error, MetadataVersion, OperatorId, OperatorSelector, SavepointMetadata,
+    SavepointReader, StreamHandle, WriteOptions, key_group_range, write_savepoint,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -62,22 +62,31 @@ fn every_sample_relaid_at_other_parallelisms_reads_back_identically() {
         let reader = SavepointReader::open(&dir, &OperatorSelector::Uid(uid.clone())).unwrap();
         let source = extract(&reader);
         let m = reader.operator().max_parallelism;
-        for (p, version, threshold) in [
-            (1, MetadataVersion::V6, 0),
-            (3, MetadataVersion::V3, 20 * 1024),
-            (7, MetadataVersion::V6, u64::MAX),
+        for (p, version, threshold, compression) in [
+            (1, MetadataVersion::V6, 0, Compression::None),
+            (3, MetadataVersion::V3, 20 * 1024, Compression::None),
+            (7, MetadataVersion::V6, u64::MAX, Compression::None),
+            (2, MetadataVersion::V6, 0, Compression::Snappy),
+            (5, MetadataVersion::V3, 20 * 1024, Compression::Snappy),
         ] {
             let p = p.min(m);
             let out = tmp.path().join(format!(
-                "{}-{p}-{threshold}",
+                "{}-{p}-{threshold}-{compression:?}",
                 dir.file_name().unwrap().to_string_lossy()
             ));
             let options = WriteOptions::new(&uid, m, p)
                 .unwrap()
                 .with_metadata_version(version)
-                .with_inline_threshold(threshold);
+                .with_inline_threshold(threshold)
+                .with_compression(compression);
             let summary = write_savepoint(&source, &out, &options).unwrap();
             assert_eq!(summary.key_groups, reader.key_group_count());
+            if threshold == 0 {
+                assert_eq!(summary.inline_subtasks, 0);
+            }
+            if compression == Compression::Snappy {
+                assert_snappy_streams(&out, &uid);
+            }
             let back = SavepointReader::open(&out, &OperatorSelector::Uid(uid.clone())).unwrap();
             assert_eq!(back.operator().parallelism, i32::try_from(p).unwrap());
             assert_eq!(back.verify(None).unwrap(), reader.key_group_count());
@@ -90,6 +99,30 @@ fn every_sample_relaid_at_other_parallelisms_reads_back_identically() {
                     "kg {kg} in subtask {subtask}'s range"
                 );
             }
+        }
+    }
+}
+
+/// Asserts that every keyed stream of the operator in `dir` has the compression flag set
+/// and a stream identifier at every non-zero offset.
+fn assert_snappy_streams(dir: &std::path::Path, uid: &str) {
+    let meta = SavepointMetadata::read(&dir.join("_metadata")).unwrap();
+    let op = meta.operator(OperatorId::from_uid(uid)).unwrap();
+    let metadata_bytes = std::fs::read(dir.join("_metadata")).unwrap();
+    for subtask in &op.subtasks {
+        let handle = subtask.managed_keyed.as_ref().unwrap();
+        let stream = match handle.stream.as_ref().unwrap() {
+            StreamHandle::Relative { path, .. } => std::fs::read(dir.join(path)).unwrap(),
+            StreamHandle::Inline { offset, len, .. } => {
+                let at = usize::try_from(*offset).unwrap();
+                metadata_bytes[at..at + usize::try_from(*len).unwrap()].to_vec()
+            }
+            other => panic!("unexpected handle {other:?}"),
+        };
+        assert_eq!(stream[4], 1, "usingKeyGroupCompression");
+        for &offset in handle.offsets.iter().filter(|&&o| o != 0) {
+            let at = usize::try_from(offset).unwrap();
+            assert_eq!(&stream[at..at + 10], b"\xff\x06\x00\x00sNaPpY");
         }
     }
 }
@@ -118,10 +151,17 @@ fn random_snapshots_round_trip() {
         }
         let p = rng.random_range(1..=m.min(5));
         let out = tmp.path().join(format!("case-{case}"));
+        let compression = if case % 2 == 0 {
+            Compression::None
+        } else {
+            Compression::Snappy
+        };
         write_savepoint(
             &source,
             &out,
-            &WriteOptions::new("uid-\u{1F600}", m, p).unwrap(),
+            &WriteOptions::new("uid-\u{1F600}", m, p)
+                .unwrap()
+                .with_compression(compression),
         )
         .unwrap();
         let back =
