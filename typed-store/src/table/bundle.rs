@@ -1,0 +1,247 @@
+//! The bundle contract of `KeyedTable` on the working map.
+
+use std::mem::size_of;
+use std::sync::atomic::Ordering;
+
+use keygroup::{KeyGroup, KeyGroupRange};
+use state_api::{KeyedTable, Result, SweepProgress, TableStats, TtlRead, ValueCodec, ttl_read};
+
+use crate::cache::Key;
+use crate::format::composite_key;
+use crate::sweep::sweep_column_family;
+
+use super::{RocksKeyedTable, Slot, mark_dirty};
+
+impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
+    type Codec = C;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_groups(&self) -> KeyGroupRange {
+        self.key_groups
+    }
+
+    fn begin_bundle(&mut self, keys: &[(KeyGroup, &[u8])]) -> Result<()> {
+        self.bundle_phase.check_begin("begin_bundle")?;
+        for (key_group, _) in keys {
+            self.check_key_group(*key_group)?;
+        }
+        let generation = self.shared.generation();
+        if generation != self.generation {
+            self.clear_cache();
+            self.generation = generation;
+        }
+        self.dirty_keys.clear();
+        self.dead_keys.clear();
+        self.bundle += 1;
+        let bundle = self.bundle;
+        // Only misses are read: the working map is a clean cache of committed state. Hits
+        // are stamped with the bundle so that no admission below evicts them.
+        self.miss_bytes.clear();
+        self.miss_ends.clear();
+        for (kg, key) in keys {
+            composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
+            if let Some(slot) = self.working.get_mut(self.scratch.as_slice()) {
+                slot.bundle = bundle;
+            } else {
+                self.miss_bytes.extend_from_slice(&self.scratch);
+                self.miss_ends.push(self.miss_bytes.len());
+            }
+        }
+        if !self.miss_ends.is_empty() {
+            self.hydrate_misses()?;
+        }
+        self.bundle_phase.begin("begin_bundle")?;
+        self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
+        self.check_bundle("get", true)?;
+        self.check_key_group(key_group)?;
+        let now = self.now();
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        // One hash for the lookup (and, on a miss, the point read's insert).
+        let hash = self.working.hash(&self.scratch);
+        if self.working.get_hashed(hash, &self.scratch).is_none() {
+            self.point_hydrate()?;
+        }
+        let Self {
+            working,
+            scratch,
+            ttl,
+            dirty_keys,
+            dead_keys,
+            bundle,
+            ..
+        } = self;
+        let Some(slot) = working.get_mut_hashed(hash, scratch) else {
+            return Ok(None);
+        };
+        slot.bundle = *bundle;
+        if !slot.live {
+            return Ok(None);
+        }
+        let read = ttl_read(ttl.as_ref(), slot.last_access, now);
+        if read.clears() {
+            slot.live = false;
+            mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+            dead_keys.push((Key::from(scratch.as_slice()), hash));
+        } else if read == TtlRead::LiveRefresh {
+            slot.last_access = now;
+            mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+        }
+        if read.returns_value() {
+            Ok(slot.value.as_ref())
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn put(&mut self, key_group: KeyGroup, key: &[u8], value: C::Value) -> Result<()> {
+        self.check_bundle("put", true)?;
+        self.check_key_group(key_group)?;
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        let now = self.now();
+        let needed =
+            self.scratch.len() + size_of::<Slot<C::Value>>() + self.codec.heap_size(&value);
+        let hash = self.working.hash(&self.scratch);
+        let previous = match self.working.get_mut_hashed(hash, &self.scratch) {
+            Some(slot) => {
+                slot.bundle = self.bundle; // not evicted by the reservation below
+                slot.reserved
+            }
+            None => 0,
+        };
+        if needed > previous {
+            self.reserve_evicting(needed - previous)?;
+        } else {
+            self.reservation.shrink(previous - needed);
+        }
+        let Self {
+            working,
+            scratch,
+            dirty_keys,
+            bundle,
+            ..
+        } = self;
+        let slot = working.get_or_insert_hashed(hash, scratch, || Slot::absent(*bundle));
+        slot.value = Some(value);
+        slot.live = true;
+        slot.last_access = now;
+        slot.reserved = needed;
+        mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+        Ok(())
+    }
+
+    fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
+        self.check_bundle("remove", true)?;
+        self.check_key_group(key_group)?;
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        let hash = self.working.hash(&self.scratch);
+        if self.working.get_hashed(hash, &self.scratch).is_none() {
+            self.point_hydrate()?;
+        }
+        let Self {
+            working,
+            scratch,
+            dirty_keys,
+            dead_keys,
+            bundle,
+            ..
+        } = self;
+        let mut freed = 0;
+        if let Some(slot) = working.get_mut_hashed(hash, scratch) {
+            slot.bundle = *bundle;
+            if slot.live {
+                slot.live = false;
+                slot.value = None;
+                freed = std::mem::take(&mut slot.reserved);
+                mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+                dead_keys.push((Key::from(scratch.as_slice()), hash));
+            }
+        }
+        self.release_slot_reservation(freed);
+        Ok(())
+    }
+
+    fn commit_bundle(&mut self) -> Result<()> {
+        self.check_bundle("commit_bundle", true)?;
+        if self.write_behind_limit == 0 {
+            // Keys in ascending order: RocksDB's memtable insert reuses its skip-list splice
+            // for sequential keys, which makes a sorted batch markedly cheaper to apply (the
+            // write-behind buffer sorts when it flushes).
+            self.dirty_keys
+                .sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        }
+        let ops = self.encode_dirty()?;
+        if self.write_behind_limit == 0 || !self.stage_write_behind(&ops)? {
+            self.write_through(&ops)?;
+        }
+        self.stats.written_keys += self.dirty_keys.len() as u64;
+        self.stats.bundles += 1;
+        // The working map stays a clean cache of committed state: removed and expired keys
+        // leave it, as do entries resident for this bundle only.
+        let mut freed = 0;
+        self.dirty_keys.clear();
+        for (key, hash) in self.dead_keys.drain(..) {
+            if self
+                .working
+                .get_hashed(hash, key.as_bytes())
+                .is_some_and(|slot| !slot.live)
+            {
+                freed += self
+                    .working
+                    .remove(key.as_bytes())
+                    .map_or(0, |s| s.reserved);
+            }
+        }
+        for key in self.transient_keys.drain(..) {
+            if self
+                .working
+                .get(key.as_bytes())
+                .is_some_and(|s| !s.live || s.reserved == 0)
+            {
+                freed += self
+                    .working
+                    .remove(key.as_bytes())
+                    .map_or(0, |s| s.reserved);
+            }
+        }
+        self.reservation.shrink(freed);
+        self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
+        self.bundle_phase.end("commit_bundle")
+    }
+
+    /// One step of `sweep_column_family`: at most `4 * max_entries` (at least 64) entries
+    /// scanned from a cursor, the expired ones among them deleted (at most `max_entries`) in
+    /// one write batch; a table without TTL has nothing to sweep. The TTL compaction filter
+    /// removes expired entries in the background as well.
+    fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
+        self.check_bundle("sweep_expired", false)?;
+        let Some(ttl) = self.ttl else {
+            return Ok(SweepProgress::nothing_to_sweep());
+        };
+        // The sweep scans RocksDB: committed values still buffered go there first.
+        self.flush_write_behind()?;
+        let now = self.clock.now_millis();
+        let progress = sweep_column_family(
+            &self.shared,
+            &self.name,
+            &ttl,
+            now,
+            &mut self.sweep_cursor,
+            max_entries,
+        )?;
+        if progress.removed > 0 {
+            self.clear_cache();
+        }
+        Ok(progress)
+    }
+
+    fn stats(&self) -> TableStats {
+        self.stats
+    }
+}

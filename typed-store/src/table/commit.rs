@@ -1,0 +1,108 @@
+//! A commit's writes: the dirty values encoded once, then written through in one
+//! `WriteBatch` or handed to the write-behind buffer.
+
+use rocksdb::WriteBatch;
+use state_api::{Result, ValueCodec};
+
+use crate::error::rocks_api;
+use crate::write_behind::{WriteBehind, entry_bound};
+
+use super::{RocksKeyedTable, Slot};
+
+impl<C: ValueCodec> RocksKeyedTable<C> {
+    /// Encodes the values of the dirty keys (in `dirty_keys` order) with one codec call
+    /// into `encoded`; returns per dirty key its value's index in `encoded_ends`, or `None`
+    /// for a delete.
+    pub(super) fn encode_dirty(&mut self) -> Result<Vec<Option<usize>>> {
+        let mut ops = Vec::with_capacity(self.dirty_keys.len());
+        let mut entries: Vec<(i64, &C::Value)> = Vec::with_capacity(self.dirty_keys.len());
+        for (key, hash) in &self.dirty_keys {
+            match self.working.get_hashed(*hash, key.as_bytes()) {
+                Some(Slot {
+                    value: Some(value),
+                    live: true,
+                    last_access,
+                    ..
+                }) => {
+                    ops.push(Some(entries.len()));
+                    entries.push((*last_access, value));
+                }
+                _ => ops.push(None),
+            }
+        }
+        let mut encoded = std::mem::take(&mut self.encoded);
+        let mut ends = std::mem::take(&mut self.encoded_ends);
+        encoded.clear();
+        ends.clear();
+        let result = self.encode_stored(&entries, |_, value| {
+            encoded.extend_from_slice(value);
+            ends.push(encoded.len());
+        });
+        self.encoded = encoded;
+        self.encoded_ends = ends;
+        result?;
+        Ok(ops)
+    }
+
+    /// The encoded value number `i` of the last [`encode_dirty`](Self::encode_dirty).
+    pub(super) fn encoded_value(&self, i: usize) -> &[u8] {
+        let start = i
+            .checked_sub(1)
+            .map_or(0, |p| self.encoded_ends.get(p).copied().unwrap_or(0));
+        let end = self.encoded_ends.get(i).copied().unwrap_or(start);
+        self.encoded.get(start..end).unwrap_or_default()
+    }
+
+    /// Writes the dirty keys (`ops` from [`encode_dirty`](Self::encode_dirty)) to RocksDB in
+    /// one `WriteBatch`, WAL off.
+    pub(super) fn write_through(&self, ops: &[Option<usize>]) -> Result<()> {
+        let st = self.shared.read();
+        let cf = st.table_cf(&self.name)?;
+        let mut batch = WriteBatch::default();
+        for ((key, _), op) in self.dirty_keys.iter().zip(ops) {
+            match op {
+                Some(i) => batch.put_cf(&cf, key.as_bytes(), self.encoded_value(*i)),
+                None => batch.delete_cf(&cf, key.as_bytes()),
+            }
+        }
+        if !batch.is_empty() {
+            st.db
+                .write_opt(batch, &self.shared.write_options)
+                .map_err(rocks_api("commit"))?;
+        }
+        Ok(())
+    }
+
+    /// Puts the dirty keys (`ops` from [`encode_dirty`](Self::encode_dirty)) into the
+    /// write-behind buffer, flushing it first when the pool refuses their memory and after
+    /// when it is over its limit. `false` when the pool refuses even with the buffer empty
+    /// (the caller writes the bundle through).
+    pub(super) fn stage_write_behind(&self, ops: &[Option<usize>]) -> Result<bool> {
+        let bound: usize = self
+            .dirty_keys
+            .iter()
+            .zip(ops)
+            .map(|((key, _), op)| {
+                entry_bound(
+                    key.as_bytes(),
+                    op.map_or(0, |i| self.encoded_value(i).len()),
+                )
+            })
+            .sum();
+        let mut pending = WriteBehind::lock(&self.write_behind);
+        if !pending.try_reserve(bound) {
+            pending.flush(&self.shared, &self.name)?;
+            if !pending.try_reserve(bound) {
+                return Ok(false);
+            }
+        }
+        for ((key, _), op) in self.dirty_keys.iter().zip(ops) {
+            pending.stage(key.as_bytes(), op.map(|i| self.encoded_value(i)));
+        }
+        pending.settle();
+        if pending.over(self.write_behind_limit) {
+            pending.flush(&self.shared, &self.name)?;
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,177 @@
+//! Reads into the working map: point reads, the batched hydration of a bundle's misses
+//! (write-behind buffer first), and the pool-bounded cache's admission and eviction.
+
+use std::sync::Arc;
+
+use state_api::{Result, ValueCodec};
+
+use crate::cache::Key;
+use crate::error::rocks_api;
+use crate::write_behind::{Pending, WriteBehind};
+
+use super::{EVICT_FRACTION, RocksKeyedTable, Slot, entry_cost};
+
+impl<C: ValueCodec> RocksKeyedTable<C> {
+    /// Reads the key in `self.scratch` alone into the working map (from the write-behind
+    /// buffer when it holds the key, else from RocksDB).
+    pub(super) fn point_hydrate(&mut self) -> Result<()> {
+        let pending = WriteBehind::lock(&self.write_behind)
+            .get(&self.scratch)
+            .map(|pending| match pending {
+                Pending::Put(stored) => Some(stored.to_vec()),
+                Pending::Delete => None,
+            });
+        let stored = if let Some(stored) = pending {
+            stored
+        } else {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            st.db
+                .get_pinned_cf(&cf, &self.scratch)
+                .map_err(rocks_api("point read"))?
+                .map(|v| v.to_vec())
+        };
+        self.stats.point_hydrations += 1;
+        let slot = match stored {
+            None => Slot::absent(self.bundle),
+            Some(bytes) => {
+                let (mut ts, mut values) = self.decode_stored([bytes.as_slice()].into_iter())?;
+                match (ts.pop(), values.pop()) {
+                    (Some(last_access), Some(value)) => Slot::hit(value, last_access, self.bundle),
+                    _ => Slot::absent(self.bundle),
+                }
+            }
+        };
+        let key = Key::from(self.scratch.as_slice());
+        self.admit(key, slot);
+        Ok(())
+    }
+
+    /// Inserts a hydrated slot: cached across bundles when the pool grants its memory,
+    /// otherwise (and for absent keys) resident for this bundle only.
+    pub(super) fn admit(&mut self, key: Key, mut slot: Slot<C::Value>) {
+        let cost = slot
+            .value
+            .as_ref()
+            .map(|v| entry_cost::<C>(&self.codec, key.as_bytes().len(), v));
+        match cost {
+            Some(cost) if self.reserve_evicting(cost).is_ok() => slot.reserved = cost,
+            _ => self.transient_keys.push(key.clone()),
+        }
+        if let Some(old) = self.working.insert(key, slot) {
+            self.reservation.shrink(old.reserved);
+        }
+    }
+
+    /// Reserves `bytes` for a cache entry; when the pool refuses, evicts clean entries not
+    /// used in the open bundle until an eighth of the cache's bytes (at least `bytes`) is
+    /// free, and tries once more. The cache is never cleared whole: its size is what the
+    /// pool grants.
+    pub(super) fn reserve_evicting(&mut self, bytes: usize) -> Result<()> {
+        if self.reservation.try_grow(bytes).is_ok() {
+            return Ok(());
+        }
+        let target = (self.reservation.size() / EVICT_FRACTION).max(bytes);
+        let bundle = self.bundle;
+        let mut freed = 0;
+        self.working.retain(|_, slot| {
+            // Entries of the open bundle (every dirty one among them) stay.
+            if freed >= target || slot.reserved == 0 || slot.bundle == bundle {
+                return true;
+            }
+            freed += slot.reserved;
+            false
+        });
+        self.reservation.shrink(freed);
+        self.reservation.try_grow(bytes)
+    }
+
+    /// Drops every cached entry (after a restore or sweep changed RocksDB underneath).
+    pub(super) fn clear_cache(&mut self) {
+        self.working.clear();
+        self.transient_keys.clear();
+        self.reservation.free();
+    }
+
+    pub(super) fn release_slot_reservation(&mut self, reserved: usize) {
+        self.reservation.shrink(reserved);
+    }
+
+    /// Reads the keys in `miss_bytes` with one batched multi-get (sorted, each once), decodes
+    /// the hits with one arrow-row conversion and one codec call, and admits every key.
+    pub(super) fn hydrate_misses(&mut self) -> Result<()> {
+        let mut misses: Vec<&[u8]> = Vec::with_capacity(self.miss_ends.len());
+        let mut start = 0;
+        for &end in &self.miss_ends {
+            misses.push(self.miss_bytes.get(start..end).unwrap_or_default());
+            start = end;
+        }
+        // Sorted keys let RocksDB's MultiGet walk each file and the memtable in order; a key
+        // named twice is read once.
+        misses.sort_unstable();
+        misses.dedup();
+        let write_behind = Arc::clone(&self.write_behind);
+        let (hits, timestamps, values) = {
+            // Keys with a pending write are served from the write-behind buffer; the rest
+            // (all of them when the buffer is empty) from one batched multi-get.
+            let pending = WriteBehind::lock(&write_behind);
+            let from_db: Vec<&[u8]> = if pending.is_empty() {
+                misses.clone()
+            } else {
+                misses
+                    .iter()
+                    .copied()
+                    .filter(|key| pending.get(key).is_none())
+                    .collect()
+            };
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            let mut results = st.db.batched_multi_get_cf(&cf, &from_db, true).into_iter();
+            let mut pinned = Vec::with_capacity(from_db.len());
+            let mut found: Vec<Option<usize>> = Vec::with_capacity(misses.len());
+            for key in &misses {
+                let from_pending = pending.get(key);
+                if from_pending.is_none() {
+                    let result = results.next().unwrap_or(Ok(None));
+                    if let Some(slice) = result.map_err(rocks_api("batched read"))? {
+                        found.push(Some(pinned.len()));
+                        pinned.push(slice);
+                        continue;
+                    }
+                }
+                found.push(None);
+            }
+            let mut hits = Vec::with_capacity(misses.len());
+            let mut stored: Vec<&[u8]> = Vec::with_capacity(misses.len());
+            for (i, (key, at)) in misses.iter().zip(&found).enumerate() {
+                let bytes = match (pending.get(key), at) {
+                    (Some(Pending::Put(bytes)), _) => bytes,
+                    (None, Some(at)) => pinned.get(*at).map_or(&[][..], |s| &**s),
+                    _ => continue,
+                };
+                hits.push(i);
+                stored.push(bytes);
+            }
+            // Decoded straight from the pinned slices (which borrow the database) and the
+            // buffer's bytes.
+            let (timestamps, values) = self.decode_stored(stored.into_iter())?;
+            (hits, timestamps, values)
+        };
+        self.stats.hydration_batches += 1;
+        self.stats.hydrated_keys += misses.len() as u64;
+        let keys: Vec<Key> = misses.into_iter().map(Key::from).collect();
+        let bundle = self.bundle;
+        let mut found = hits
+            .into_iter()
+            .zip(timestamps.into_iter().zip(values))
+            .peekable();
+        for (i, key) in keys.into_iter().enumerate() {
+            let slot = match found.next_if(|(hit, _)| *hit == i) {
+                Some((_, (last_access, value))) => Slot::hit(value, last_access, bundle),
+                None => Slot::absent(bundle),
+            };
+            self.admit(key, slot);
+        }
+        Ok(())
+    }
+}
