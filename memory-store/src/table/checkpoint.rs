@@ -1,36 +1,49 @@
-//! Native snapshots of the in-memory keyed table.
+//! The keyed table's share of the store's native snapshot (`native.rs`).
 
-use keygroup::KeyGroupRange;
-use state_api::{Error, NativeSnapshot, Result, ValueCodec};
+use std::any::Any;
+use std::fmt;
 
-use super::MemoryKeyedTable;
+use arrow_schema::SchemaRef;
+use state_api::{Result, ValueCodec};
 
-/// A native snapshot of a [`MemoryKeyedTable`]: a copy of its live committed entries
-/// (expired ones included, as they are stored), valid only for a table of the same
-/// key-group range.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemoryTableSnapshot<V> {
-    key_groups: KeyGroupRange,
+use super::KeyedCore;
+use crate::native::{NativePart, NativeTable, part_as};
+
+/// The kind name of a keyed table in a native snapshot.
+const KIND: &str = "keyed";
+
+/// A keyed table's committed live entries (expired ones included, as they are stored):
+/// `(key-group offset, key, last access, value)`.
+#[derive(Clone)]
+pub(crate) struct KeyedPart<V> {
+    schema: SchemaRef,
     rows: Vec<(usize, Box<[u8]>, i64, V)>,
 }
 
-impl<V> MemoryTableSnapshot<V> {
-    /// Entries in the snapshot.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// Whether the snapshot holds no entry.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+impl<V> fmt::Debug for KeyedPart<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedPart")
+            .field("rows", &self.rows.len())
+            .finish_non_exhaustive()
     }
 }
 
-impl<C: ValueCodec> NativeSnapshot for MemoryKeyedTable<C> {
-    type Snapshot = MemoryTableSnapshot<C::Value>;
+impl<V: Clone + Send + 'static> NativePart for KeyedPart<V> {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
 
-    fn native_snapshot(&mut self) -> Result<Self::Snapshot> {
-        self.check_bundle("native_snapshot", false)?;
+    fn clone_part(&self) -> Box<dyn NativePart> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl<C: ValueCodec> NativeTable for KeyedCore<C> {
+    fn native_part(&self) -> Box<dyn NativePart> {
         let rows = self
             .groups
             .iter()
@@ -46,26 +59,43 @@ impl<C: ValueCodec> NativeSnapshot for MemoryKeyedTable<C> {
                 })
             })
             .collect();
-        Ok(MemoryTableSnapshot {
-            key_groups: self.key_groups,
+        Box::new(KeyedPart {
+            schema: self.schema.clone(),
             rows,
         })
     }
 
-    fn restore_native(&mut self, snapshot: &Self::Snapshot) -> Result<()> {
+    fn stage_native(&mut self, table: &str, part: Option<&dyn NativePart>) -> Result<()> {
         self.check_staging()?;
-        if snapshot.key_groups != self.key_groups {
-            return Err(Error::Unsupported {
-                operation: "native restore onto another key-group range",
-            });
-        }
-        let staged = self.stage_rows(
-            snapshot
-                .rows
-                .iter()
-                .map(|(i, k, ts, v)| (*i, k.clone(), *ts, v.clone())),
-        )?;
-        self.apply_staged(Some(staged));
+        self.staged = None;
+        let staged = match part {
+            None => self.stage_rows(std::iter::empty())?,
+            Some(part) => {
+                let part = part_as::<KeyedPart<C::Value>>(table, part, KIND)?;
+                if part.schema != self.schema {
+                    return Err(crate::native::invalid(
+                        crate::native::NativeSnapshotError::TableSchema {
+                            table: table.to_owned(),
+                        },
+                    ));
+                }
+                self.stage_rows(
+                    part.rows
+                        .iter()
+                        .map(|(i, k, ts, v)| (*i, k.clone(), *ts, v.clone())),
+                )?
+            }
+        };
+        self.staged = Some(staged);
         Ok(())
+    }
+
+    fn commit_native(&mut self) {
+        let staged = self.staged.take();
+        self.apply_staged(staged);
+    }
+
+    fn abort_native(&mut self) {
+        self.staged = None;
     }
 }

@@ -1,5 +1,11 @@
 //! The in-memory map table: one ordered map per key group over full entry keys
-//! `prefix ‖ user key`.
+//! `prefix ‖ user key`. The handle operators hold is in `handle.rs`, the share of the
+//! store's native snapshot in `checkpoint.rs`; the core (entries and bundle operations) here.
+
+mod checkpoint;
+mod handle;
+
+pub use handle::MemoryMapTable;
 
 use std::collections::BTreeMap;
 use std::mem::size_of;
@@ -42,21 +48,10 @@ struct Staged<V> {
     reservation: MemoryReservation,
 }
 
-/// A map table that keeps decoded entries in one `BTreeMap` per key group, keyed by the full
-/// entry key `prefix ‖ user key` (so a prefix scan is one B-tree range).
-///
-/// - Everything is resident: [`begin_bundle`](MapTable::begin_bundle) only validates key
-///   groups and issues no reads ([`TableStats::hydration_batches`] stays 0).
-/// - Writes go to the maps in place, so scans see them directly; a removal leaves a
-///   tombstone that the commit purges, and a per-entry bundle epoch counts each dirty entry
-///   once in [`TableStats::written_keys`].
-/// - [`remove_range`](MapTable::remove_range) marks each entry of the range removed (per-key
-///   work proportional to the range, like the per-key deletes typed-store writes).
-/// - Memory: every entry reserves `key length + size_of::<Entry<V>>() + 8 + 32 +`
-///   [`ValueCodec::heap_size`] from the store's pool; [`update`](MapTable::update) on a
-///   bounded pool keeps a copy of the value to restore if its growth is refused.
+/// The state of a [`MemoryMapTable`]: one `BTreeMap` per key group of decoded entries, the
+/// bundle phase and the counters (the handle's docs describe the behaviour).
 #[derive(Debug)]
-pub struct MemoryMapTable<C: ValueCodec> {
+pub(crate) struct MapCore<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
@@ -77,10 +72,9 @@ pub struct MemoryMapTable<C: ValueCodec> {
     scratch: Vec<u8>,
 }
 
-impl<C: ValueCodec> MemoryMapTable<C> {
-    /// An empty map table named `name` in a store with `config` (normally opened through
-    /// [`MemoryStore`](crate::MemoryStore)).
-    pub fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
+impl<C: ValueCodec> MapCore<C> {
+    /// An empty map table named `name` in a store with `config`.
+    pub(crate) fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
         let key_groups = config.key_groups();
         let schema = canonical_schema(&codec.fields());
         Self {
@@ -106,7 +100,7 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     /// Live entries (expired entries not yet cleaned up included).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.groups
             .iter()
             .map(|g| g.values().filter(|e| e.live).count())
@@ -114,12 +108,13 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     /// Whether the table holds no live entry.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Bytes this table currently holds from the memory pool.
-    pub fn reserved_bytes(&self) -> usize {
+    pub(crate) fn reserved_bytes(&self) -> usize {
         self.reservation.size()
     }
 
@@ -181,7 +176,7 @@ fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
     }
 }
 
-impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
+impl<C: ValueCodec> MapTable for MapCore<C> {
     type Codec = C;
 
     fn name(&self) -> &str {
@@ -508,7 +503,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 }
 
-impl<C: ValueCodec> CanonicalTable for MemoryMapTable<C> {
+impl<C: ValueCodec> CanonicalTable for MapCore<C> {
     fn table_name(&self) -> &str {
         &self.name
     }
@@ -614,13 +609,13 @@ mod tests {
 
     use super::*;
 
-    fn table(pool: Arc<dyn MemoryPool>) -> MemoryMapTable<I64Codec> {
+    fn table(pool: Arc<dyn MemoryPool>) -> MapCore<I64Codec> {
         let mp = MaxParallelism::new(8).unwrap();
         let config = StoreConfig::try_new(mp, mp.key_groups())
             .unwrap()
             .with_memory_pool(pool)
             .with_clock(Arc::new(ManualClock::new(0)));
-        MemoryMapTable::new("m", I64Codec, None, &config)
+        MapCore::new("m", I64Codec, None, &config)
     }
 
     #[test]
