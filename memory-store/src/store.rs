@@ -47,7 +47,11 @@ impl MemoryStore {
     /// # Errors
     /// [`Error::TableExists`](state_api::Error::TableExists); as
     /// [`NativeTable::stage_native`]. On error nothing is registered.
-    fn adopt<T: NativeTable + 'static>(&mut self, name: &str, cell: &mut Checkout<T>) -> Result<()> {
+    fn adopt<T: NativeTable + 'static>(
+        &mut self,
+        name: &str,
+        cell: &mut Checkout<T>,
+    ) -> Result<()> {
         self.names.check_free(name)?;
         if let Some(part) = self.orphans.get(name) {
             cell.with_mut(|core| {

@@ -232,7 +232,9 @@ impl TimerTable for MemoryTimerTable {
     }
 
     fn next_timestamp(&self) -> Option<i64> {
-        self.cell.with(|core| core.timers.next_timestamp()).flatten()
+        self.cell
+            .with(|core| core.timers.next_timestamp())
+            .flatten()
     }
 
     fn pop_due(&mut self, up_to: i64) -> Result<Option<Timer>> {

@@ -138,7 +138,7 @@ pub use inline_key::{INLINE_KEY_LEN, InlineKey};
 pub use key_groups::{key_group_at, key_group_offset};
 pub use map::{
     MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, UserKeyRange,
-    full_key_bounds, map_entry_key, prefix_successor,
+    full_key_bounds, full_key_bounds_in, map_entry_key, prefix_successor,
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use registry::TableRegistry;

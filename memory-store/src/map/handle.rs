@@ -5,8 +5,8 @@ use std::ops::ControlFlow;
 
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    Error, MapHydration, MapTable, Result, ScanDirection, StoreConfig,
-    SweepProgress, TableStats, TtlConfig, UserKeyRange, ValueCodec,
+    Error, MapHydration, MapTable, Result, ScanDirection, StoreConfig, SweepProgress, TableStats,
+    TtlConfig, UserKeyRange, ValueCodec,
 };
 
 use super::MapCore;

@@ -18,8 +18,9 @@ use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
     BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, Result,
     ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, UserKeyRange,
-    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch, full_key_bounds,
-    key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read, ttl_scan_visible,
+    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
+    full_key_bounds_in, key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read,
+    ttl_scan_visible,
 };
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
@@ -372,22 +373,19 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             return Ok(0);
         }
         let now = self.now();
-        let (lower, upper) = full_key_bounds(prefix, range);
         let Self {
             groups,
             ttl,
             epoch,
             dirty_in_bundle,
             buried,
+            scratch,
             ..
         } = self;
         let Some(group) = groups.get_mut(index) else {
             return Ok(0);
         };
-        let bounds = (
-            lower.as_ref().map(Vec::as_slice),
-            upper.as_ref().map(Vec::as_slice),
-        );
+        let bounds = full_key_bounds_in(scratch, prefix, range);
         let mut removed = 0;
         for (key, entry) in group.range_mut::<[u8], _>(bounds) {
             if !entry.live {
@@ -421,19 +419,22 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         }
         let now = self.now();
         let ttl = self.ttl;
-        let (lower, upper) = full_key_bounds(prefix, range);
-        let Some(group) = self.groups.get(index) else {
+        let Self {
+            groups, scratch, ..
+        } = self;
+        let Some(group) = groups.get(index) else {
             return Ok(());
         };
-        let bounds = (
-            lower.as_ref().map(Vec::as_slice),
-            upper.as_ref().map(Vec::as_slice),
-        );
+        // Bounds in the table's scratch buffer: a scan allocates nothing.
+        let bounds = full_key_bounds_in(scratch, prefix, range);
+        let skip = prefix.len();
         let mut step = |key: &[u8], entry: &Entry<C::Value>| {
-            if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
+            if !entry.live
+                || (ttl.is_some() && !ttl_scan_visible(ttl.as_ref(), entry.last_access, now))
+            {
                 return ControlFlow::Continue(());
             }
-            visit(key.get(prefix.len()..).unwrap_or_default(), &entry.value)
+            visit(key.get(skip..).unwrap_or_default(), &entry.value)
         };
         let entries = group.range::<[u8], _>(bounds);
         let _ = match direction {

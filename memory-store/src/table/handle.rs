@@ -3,8 +3,7 @@
 
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    Error, KeyedTable, Result, StoreConfig, SweepProgress, TableStats, TtlConfig,
-    ValueCodec,
+    Error, KeyedTable, Result, StoreConfig, SweepProgress, TableStats, TtlConfig, ValueCodec,
 };
 
 use super::KeyedCore;
@@ -172,7 +171,10 @@ mod tests {
         t.begin_bundle(&[]).unwrap();
         assert!(t.cell.is_held());
         // A second begin fails and leaves the bundle open.
-        assert!(matches!(t.begin_bundle(&[]), Err(Error::BundleState { .. })));
+        assert!(matches!(
+            t.begin_bundle(&[]),
+            Err(Error::BundleState { .. })
+        ));
         assert!(t.cell.is_held());
         t.put(kg, b"k", 7).unwrap();
         t.commit_bundle().unwrap();
@@ -182,7 +184,10 @@ mod tests {
         let other = KeyGroupRange::new(0, 3).unwrap();
         let small = StoreConfig::try_new(mp, other).unwrap();
         let mut s = MemoryKeyedTable::new("s", I64Codec, None, &small);
-        assert!(s.begin_bundle(&[(KeyGroup::new(7).unwrap(), b"k")]).is_err());
+        assert!(
+            s.begin_bundle(&[(KeyGroup::new(7).unwrap(), b"k")])
+                .is_err()
+        );
         assert!(!s.cell.is_held());
         assert_eq!(t.stats().bundles, 1);
         assert_eq!(t.table_name(), "t");

@@ -151,9 +151,7 @@ fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
 #[cfg(test)]
 mod tests {
     use keygroup::MaxParallelism;
-    use state_api::{
-        BoundedMemoryPool, Error, I64Codec, KeyedTable, ManualClock, MemoryPool,
-    };
+    use state_api::{BoundedMemoryPool, Error, I64Codec, KeyedTable, ManualClock, MemoryPool};
 
     use super::*;
 

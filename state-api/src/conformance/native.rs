@@ -7,7 +7,9 @@ use std::ops::ControlFlow;
 
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 
-use super::{Key, StoreFactory, full_config, key, key_group_of, max_parallelism, read_all, write_all};
+use super::{
+    Key, StoreFactory, full_config, key, key_group_of, max_parallelism, read_all, write_all,
+};
 use crate::codec::{F64Codec, I64Codec};
 use crate::error::Error;
 use crate::map::{MapHydration, MapStateStore, MapTable, ScanDirection, UserKeyRange};
@@ -31,9 +33,7 @@ struct Tables<S: NativeStore> {
 fn open_tables<S: NativeStore>(store: &mut S) -> Tables<S> {
     Tables {
         keyed: store.open_table("k", I64Codec, None).expect("open keyed"),
-        map: store
-            .open_map_table("m", I64Codec, None)
-            .expect("open map"),
+        map: store.open_map_table("m", I64Codec, None).expect("open map"),
         timers: store
             .open_timer_table("t", TimeDomain::EventTime)
             .expect("open timers"),
@@ -80,13 +80,14 @@ fn see<S: NativeStore>(t: &mut Tables<S>, mp: MaxParallelism) -> Seen {
 }
 
 /// Writes state `version` into all three tables and commits.
-fn write_version<S: NativeStore>(t: &mut Tables<S>, mp: MaxParallelism, version: i64) {
+fn write_version<S: NativeStore>(t: &mut Tables<S>, mp: MaxParallelism, version: usize) {
+    let v = version as i64;
     let rows: Vec<(Key, Option<i64>)> = keys(mp)
         .into_iter()
         .enumerate()
         .map(|(i, k)| {
-            let value = (i as i64 + version) % 3 != 0;
-            (k, value.then_some(i as i64 * 10 + version))
+            let value = !(i + version).is_multiple_of(3);
+            (k, value.then_some(i as i64 * 10 + v))
         })
         .collect();
     write_all(&mut t.keyed, &rows);
@@ -97,20 +98,17 @@ fn write_version<S: NativeStore>(t: &mut Tables<S>, mp: MaxParallelism, version:
     t.map
         .remove_range(kg, PREFIX, UserKeyRange::all())
         .expect("remove_range");
-    for i in 0..(3 + version) {
+    for i in 0..(3 + v) {
         t.map
-            .put(kg, PREFIX, format!("u{i:02}").as_bytes(), i * version)
+            .put(kg, PREFIX, format!("u{i:02}").as_bytes(), i * v)
             .expect("put map");
     }
     t.map.commit_bundle().expect("commit map");
-    let mut due = Vec::new();
-    while let Some(x) = t.timers.pop_due(i64::MAX).expect("pop_due") {
-        due.push(x);
-    }
+    drain(&mut t.timers);
     for i in 0..(2 + version) {
-        let k = key(i as usize, mp);
+        let k = key(i, mp);
         t.timers
-            .register(k.0, 100 * version + i, &k.1, b"")
+            .register(k.0, 100 * v + i as i64, &k.1, b"")
             .expect("register");
     }
     t.timers.commit().expect("commit timers");
@@ -149,7 +147,11 @@ where
     write_version(&mut t, mp, 3);
 
     store.restore_native(&first).expect("restore 1");
-    assert_eq!(see(&mut t, mp), seen1, "first snapshot restored in every table");
+    assert_eq!(
+        see(&mut t, mp),
+        seen1,
+        "first snapshot restored in every table"
+    );
     assert_eq!(
         read_all(&mut late, std::slice::from_ref(&late_key)),
         [None],
@@ -160,7 +162,10 @@ where
     assert_eq!(read_all(&mut late, &[late_key]), [Some(7)]);
     let fired = drain(&mut t.timers);
     assert_eq!(fired.len(), 4, "version 2 registered 4 timers: {fired:?}");
-    assert!(fired.windows(2).all(|w| w[0] <= w[1]), "in order: {fired:?}");
+    assert!(
+        fired.windows(2).all(|w| w[0] <= w[1]),
+        "in order: {fired:?}"
+    );
     t.timers.commit().expect("commit");
 }
 
@@ -222,7 +227,9 @@ where
     let snapshot = store.native_snapshot().expect("snapshot");
 
     let mut other = f.create(full_config(mp, &clock));
-    other.restore_native(&snapshot).expect("restore into new store");
+    other
+        .restore_native(&snapshot)
+        .expect("restore into new store");
     let mut restored = open_tables(&mut other);
     assert_eq!(see(&mut restored, mp), seen, "opened after the restore");
     // And the restored store's own snapshot holds them again.
@@ -247,7 +254,10 @@ where
     let snapshot = source.native_snapshot().expect("snapshot");
 
     let configs = [
-        ("other max parallelism", full_config(max_parallelism(256), &clock)),
+        (
+            "other max parallelism",
+            full_config(max_parallelism(256), &clock),
+        ),
         (
             "other key groups",
             StoreConfig::try_new(mp, KeyGroupRange::new(0, 63).expect("range"))
@@ -262,7 +272,10 @@ where
         let k: Key = (KeyGroup::new(range.start()).expect("kg"), b"kept".to_vec());
         write_all(&mut table, &[(k.clone(), Some(42))]);
         let err = store.restore_native(&snapshot).expect_err(what);
-        assert!(matches!(err, Error::InvalidNativeSnapshot { .. }), "{what}: {err}");
+        assert!(
+            matches!(err, Error::InvalidNativeSnapshot { .. }),
+            "{what}: {err}"
+        );
         assert_eq!(read_all(&mut table, &[k]), [Some(42)], "{what}: unchanged");
     }
 }
