@@ -26,7 +26,8 @@ use crate::ttl_filter::TtlCell;
 /// Metadata key (default column family) written into every checkpoint: the key-group range
 /// of the store that took it, start and end as two `i32` big-endian (8 bytes). A restore
 /// refuses a checkpoint without it or of another range.
-pub(crate) const META_CHECKPOINT_KEY_GROUPS_KEY: &[u8] = b"sfstate.typed-store.checkpoint-key-groups";
+pub(crate) const META_CHECKPOINT_KEY_GROUPS_KEY: &[u8] =
+    b"sfstate.typed-store.checkpoint-key-groups";
 
 /// The value of [`META_CHECKPOINT_KEY_GROUPS_KEY`] for `range`.
 fn key_groups_value(range: keygroup::KeyGroupRange) -> [u8; 8] {
