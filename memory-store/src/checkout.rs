@@ -66,6 +66,54 @@ impl<T> Checkout<T> {
         }
     }
 
+    /// Opens a bundle: checks the core out and runs `begin` on it. A failed `begin` puts the
+    /// core back unless a bundle was open already (it stays open).
+    ///
+    /// # Errors
+    /// What `begin` returns.
+    pub(crate) fn begin_bundle(
+        &mut self,
+        begin: impl FnOnce(&mut T) -> state_api::Result<()>,
+    ) -> state_api::Result<()> {
+        let was_held = self.is_held();
+        self.check_out();
+        let Some(core) = self.held() else {
+            return Err(lost("begin_bundle"));
+        };
+        let outcome = begin(core);
+        if outcome.is_err() && !was_held {
+            self.check_in();
+        }
+        outcome
+    }
+
+    /// The core while a bundle holds it.
+    ///
+    /// # Errors
+    /// [`Error::BundleState`](state_api::Error::BundleState) (a bundle is required) for
+    /// `operation` when no bundle is open.
+    pub(crate) fn in_bundle(&mut self, operation: &'static str) -> state_api::Result<&mut T> {
+        self.held().ok_or(state_api::Error::BundleState {
+            operation,
+            requires_open: true,
+        })
+    }
+
+    /// Commits the bundle: runs `commit` on the held core and, when it succeeds, checks the
+    /// core back in (a failed commit leaves the bundle open).
+    ///
+    /// # Errors
+    /// [`Error::BundleState`](state_api::Error::BundleState) when no bundle is open; what
+    /// `commit` returns.
+    pub(crate) fn commit_bundle(
+        &mut self,
+        commit: impl FnOnce(&mut T) -> state_api::Result<()>,
+    ) -> state_api::Result<()> {
+        commit(self.in_bundle("commit_bundle")?)?;
+        self.check_in();
+        Ok(())
+    }
+
     /// Runs `f` on the core wherever it is. `None` only if the core were lost, which the
     /// two moves above never do.
     pub(crate) fn with_mut<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> Option<R> {

@@ -4,8 +4,10 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::fmt::Debug;
+use std::fmt::{self, Debug};
 use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
 
 use keygroup::{KeyGroupRange, MaxParallelism};
 use state_api::{Error, KeyedStateStore, NativeSnapshot, Result};
@@ -93,6 +95,73 @@ pub(crate) fn part_as<'p, P: 'static>(
             table: table.to_owned(),
         })
     })
+}
+
+/// The part of a keyed or map table: its committed live entries (expired ones included, as
+/// they are stored) as `(key-group offset, key, last access, value)`, in the table's
+/// order, and the schema they were written with.
+#[derive(Clone)]
+pub(crate) struct RowsPart<V> {
+    kind: &'static str,
+    schema: SchemaRef,
+    pub(crate) rows: Vec<(usize, Box<[u8]>, i64, V)>,
+}
+
+impl<V> fmt::Debug for RowsPart<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowsPart")
+            .field("kind", &self.kind)
+            .field("rows", &self.rows.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: Clone + Send + 'static> NativePart for RowsPart<V> {
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    fn clone_part(&self) -> Box<dyn NativePart> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl<V: Clone + Send + 'static> RowsPart<V> {
+    /// The part of a table of `kind` with `schema`, boxed.
+    pub(crate) fn boxed(
+        kind: &'static str,
+        schema: &SchemaRef,
+        rows: Vec<(usize, Box<[u8]>, i64, V)>,
+    ) -> Box<dyn NativePart> {
+        Box::new(Self {
+            kind,
+            schema: Arc::clone(schema),
+            rows,
+        })
+    }
+
+    /// `part` as the rows of a table of `kind` with `schema`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidNativeSnapshot`] for another kind, value type or schema.
+    pub(crate) fn of<'p>(
+        table: &str,
+        part: &'p dyn NativePart,
+        kind: &'static str,
+        schema: &SchemaRef,
+    ) -> Result<&'p Self> {
+        let rows = part_as::<Self>(table, part, kind)?;
+        if rows.schema != *schema {
+            return Err(invalid(NativeSnapshotError::TableSchema {
+                table: table.to_owned(),
+            }));
+        }
+        Ok(rows)
+    }
 }
 
 /// A table's side of the store's native snapshot, implemented by each table's core.

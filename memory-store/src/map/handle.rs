@@ -5,19 +5,12 @@ use std::ops::ControlFlow;
 
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    Error, MapHydration, MapTable, Result, ScanDirection, StoreConfig, SweepProgress, TableStats,
+    MapHydration, MapTable, Result, ScanDirection, StoreConfig, SweepProgress, TableStats,
     TtlConfig, UserKeyRange, ValueCodec,
 };
 
 use super::MapCore;
 use crate::checkout::{Checkout, TableMeta, delegate_canonical_table, lost};
-
-fn closed(operation: &'static str) -> Error {
-    Error::BundleState {
-        operation,
-        requires_open: true,
-    }
-}
 
 /// A map table that keeps decoded entries in one `BTreeMap` per key group, keyed by the full
 /// entry key `prefix ‖ user key` (so a prefix scan is one B-tree range).
@@ -84,16 +77,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 
     fn begin_bundle(&mut self, hydrate: MapHydration<'_>) -> Result<()> {
-        let was_held = self.cell.is_held();
-        self.cell.check_out();
-        let Some(core) = self.cell.held() else {
-            return Err(lost("begin_bundle"));
-        };
-        let begun = core.begin_bundle(hydrate);
-        if begun.is_err() && !was_held {
-            self.cell.check_in();
-        }
-        begun
+        self.cell.begin_bundle(|core| core.begin_bundle(hydrate))
     }
 
     fn get(
@@ -102,10 +86,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         prefix: &[u8],
         user_key: &[u8],
     ) -> Result<Option<&C::Value>> {
-        match self.cell.held() {
-            Some(core) => core.get(key_group, prefix, user_key),
-            None => Err(closed("get")),
-        }
+        self.cell.in_bundle("get")?.get(key_group, prefix, user_key)
     }
 
     fn put(
@@ -115,10 +96,9 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         user_key: &[u8],
         value: C::Value,
     ) -> Result<()> {
-        match self.cell.held() {
-            Some(core) => core.put(key_group, prefix, user_key, value),
-            None => Err(closed("put")),
-        }
+        self.cell
+            .in_bundle("put")?
+            .put(key_group, prefix, user_key, value)
     }
 
     fn update<R>(
@@ -128,17 +108,15 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         user_key: &[u8],
         f: impl FnOnce(&mut C::Value) -> R,
     ) -> Result<Option<R>> {
-        match self.cell.held() {
-            Some(core) => core.update(key_group, prefix, user_key, f),
-            None => Err(closed("update")),
-        }
+        self.cell
+            .in_bundle("update")?
+            .update(key_group, prefix, user_key, f)
     }
 
     fn remove(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) -> Result<()> {
-        match self.cell.held() {
-            Some(core) => core.remove(key_group, prefix, user_key),
-            None => Err(closed("remove")),
-        }
+        self.cell
+            .in_bundle("remove")?
+            .remove(key_group, prefix, user_key)
     }
 
     fn remove_range(
@@ -147,10 +125,9 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         prefix: &[u8],
         range: UserKeyRange<'_>,
     ) -> Result<u64> {
-        match self.cell.held() {
-            Some(core) => core.remove_range(key_group, prefix, range),
-            None => Err(closed("remove_range")),
-        }
+        self.cell
+            .in_bundle("remove_range")?
+            .remove_range(key_group, prefix, range)
     }
 
     fn scan<F>(
@@ -164,19 +141,13 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     where
         F: FnMut(&[u8], &C::Value) -> ControlFlow<()> + ?Sized,
     {
-        match self.cell.held() {
-            Some(core) => core.scan(key_group, prefix, range, direction, visit),
-            None => Err(closed("scan")),
-        }
+        self.cell
+            .in_bundle("scan")?
+            .scan(key_group, prefix, range, direction, visit)
     }
 
     fn commit_bundle(&mut self) -> Result<()> {
-        let Some(core) = self.cell.held() else {
-            return Err(closed("commit_bundle"));
-        };
-        core.commit_bundle()?;
-        self.cell.check_in();
-        Ok(())
+        self.cell.commit_bundle(MapCore::commit_bundle)
     }
 
     fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {

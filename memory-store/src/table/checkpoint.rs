@@ -1,46 +1,12 @@
 //! The keyed table's share of the store's native snapshot (`native.rs`).
 
-use std::any::Any;
-use std::fmt;
-
-use arrow_schema::SchemaRef;
 use state_api::{Result, ValueCodec};
 
 use super::KeyedCore;
-use crate::native::{NativePart, NativeTable, part_as};
+use crate::native::{NativePart, NativeTable, RowsPart};
 
 /// The kind name of a keyed table in a native snapshot.
 const KIND: &str = "keyed";
-
-/// A keyed table's committed live entries (expired ones included, as they are stored):
-/// `(key-group offset, key, last access, value)`.
-#[derive(Clone)]
-pub(crate) struct KeyedPart<V> {
-    schema: SchemaRef,
-    rows: Vec<(usize, Box<[u8]>, i64, V)>,
-}
-
-impl<V> fmt::Debug for KeyedPart<V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyedPart")
-            .field("rows", &self.rows.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl<V: Clone + Send + 'static> NativePart for KeyedPart<V> {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
-
-    fn clone_part(&self) -> Box<dyn NativePart> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
 
 impl<C: ValueCodec> NativeTable for KeyedCore<C> {
     fn native_part(&self) -> Box<dyn NativePart> {
@@ -59,10 +25,7 @@ impl<C: ValueCodec> NativeTable for KeyedCore<C> {
                 })
             })
             .collect();
-        Box::new(KeyedPart {
-            schema: self.schema.clone(),
-            rows,
-        })
+        RowsPart::boxed(KIND, &self.schema, rows)
     }
 
     fn stage_native(&mut self, table: &str, part: Option<&dyn NativePart>) -> Result<()> {
@@ -71,14 +34,7 @@ impl<C: ValueCodec> NativeTable for KeyedCore<C> {
         let staged = match part {
             None => self.stage_rows(std::iter::empty())?,
             Some(part) => {
-                let part = part_as::<KeyedPart<C::Value>>(table, part, KIND)?;
-                if part.schema != self.schema {
-                    return Err(crate::native::invalid(
-                        crate::native::NativeSnapshotError::TableSchema {
-                            table: table.to_owned(),
-                        },
-                    ));
-                }
+                let part = RowsPart::<C::Value>::of(table, part, KIND, &self.schema)?;
                 self.stage_rows(
                     part.rows
                         .iter()

@@ -3,18 +3,11 @@
 
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    Error, KeyedTable, Result, StoreConfig, SweepProgress, TableStats, TtlConfig, ValueCodec,
+    KeyedTable, Result, StoreConfig, SweepProgress, TableStats, TtlConfig, ValueCodec,
 };
 
 use super::KeyedCore;
 use crate::checkout::{Checkout, TableMeta, delegate_canonical_table, lost};
-
-fn closed(operation: &'static str) -> Error {
-    Error::BundleState {
-        operation,
-        requires_open: true,
-    }
-}
 
 /// A keyed table that keeps decoded values in one hash map per key group.
 ///
@@ -27,8 +20,8 @@ fn closed(operation: &'static str) -> Error {
 ///   allocation), and [`sweep_expired`](KeyedTable::sweep_expired) purges too.
 /// - Memory: every entry reserves `key length + entry size + 16 +`
 ///   [`ValueCodec::heap_size`] from the store's pool; a write the pool refuses fails with
-///   [`Error::MemoryExhausted`] and changes nothing. Restore stages the new content
-///   (reserved in addition to the old) before replacing it.
+///   [`Error::MemoryExhausted`](state_api::Error::MemoryExhausted) and changes nothing.
+///   Restore stages the new content (reserved in addition to the old) before replacing it.
 /// - TTL: expiry on read (Flink's rule) plus an incremental sweep.
 /// - Native snapshots are the store's ([`MemoryStore`](crate::MemoryStore)): between
 ///   bundles the table's state sits where the store can copy or replace it; a bundle takes
@@ -83,30 +76,15 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
     }
 
     fn begin_bundle(&mut self, keys: &[(KeyGroup, &[u8])]) -> Result<()> {
-        let was_held = self.cell.is_held();
-        self.cell.check_out();
-        let Some(core) = self.cell.held() else {
-            return Err(lost("begin_bundle"));
-        };
-        let begun = core.begin_bundle(keys);
-        if begun.is_err() && !was_held {
-            self.cell.check_in();
-        }
-        begun
+        self.cell.begin_bundle(|core| core.begin_bundle(keys))
     }
 
     fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
-        match self.cell.held() {
-            Some(core) => core.get(key_group, key),
-            None => Err(closed("get")),
-        }
+        self.cell.in_bundle("get")?.get(key_group, key)
     }
 
     fn put(&mut self, key_group: KeyGroup, key: &[u8], value: C::Value) -> Result<()> {
-        match self.cell.held() {
-            Some(core) => core.put(key_group, key, value),
-            None => Err(closed("put")),
-        }
+        self.cell.in_bundle("put")?.put(key_group, key, value)
     }
 
     fn update<R>(
@@ -115,26 +93,15 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
         key: &[u8],
         f: impl FnOnce(&mut C::Value) -> R,
     ) -> Result<Option<R>> {
-        match self.cell.held() {
-            Some(core) => core.update(key_group, key, f),
-            None => Err(closed("update")),
-        }
+        self.cell.in_bundle("update")?.update(key_group, key, f)
     }
 
     fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
-        match self.cell.held() {
-            Some(core) => core.remove(key_group, key),
-            None => Err(closed("remove")),
-        }
+        self.cell.in_bundle("remove")?.remove(key_group, key)
     }
 
     fn commit_bundle(&mut self) -> Result<()> {
-        let Some(core) = self.cell.held() else {
-            return Err(closed("commit_bundle"));
-        };
-        core.commit_bundle()?;
-        self.cell.check_in();
-        Ok(())
+        self.cell.commit_bundle(KeyedCore::commit_bundle)
     }
 
     fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
@@ -155,7 +122,7 @@ mod tests {
     use std::sync::Arc;
 
     use keygroup::MaxParallelism;
-    use state_api::{CanonicalTable, I64Codec, ManualClock};
+    use state_api::{CanonicalTable, Error, I64Codec, ManualClock};
 
     use super::*;
 
