@@ -23,7 +23,7 @@
 //! - TTL with Flink's `StateTtlConfig` semantics: [`TtlConfig`], [`is_expired`].
 //! - Canonical snapshots: [`write_canonical_snapshot`] / [`restore_canonical_snapshot`] over
 //!   [`CanonicalTable`]s (shared by every backend), and [`NativeSnapshot`] for
-//!   backend-defined ones.
+//!   backend-defined snapshots of a whole store (every table at one point, all or nothing).
 //! - [`KeyGroupScope`]: selects a key group on the host for reserved-state I/O and restores
 //!   the host's previous key context on success, error and panic.
 //! - [`MemoryPool`] / [`MemoryReservation`]: host memory with RAII reservations.
