@@ -1,7 +1,7 @@
 //! The RocksDB map table: Flink's `MapState` layout in its own column family, a per-bundle
 //! working set, and ordered scans merging committed state with the bundle's writes. By
 //! concern: the table, its working-set entries and point hydration here; the bundle
-//! operations ([`MapTable`]) in `bundle.rs`; `begin_bundle`'s reads in `hydrate.rs`; the
+//! operations (`MapTable`) in `bundle.rs`; `begin_bundle`'s reads in `hydrate.rs`; the
 //! merged scan and committed-range reads in `scan.rs`; canonical export and restore in
 //! `restore.rs`.
 
@@ -11,6 +11,8 @@ mod restore;
 mod scan;
 
 use scan::ReadBatch;
+#[cfg(doc)]
+use state_api::{Error, MapTable};
 
 use std::collections::{BTreeMap, HashSet};
 use std::mem::size_of;
