@@ -3,7 +3,8 @@
 //! Implements the `state-api` traits with decoded values kept in one hash map per key group:
 //! [`MemoryStore`] opens [`MemoryKeyedTable`]s, [`MemoryMapTable`]s (one `BTreeMap` per key
 //! group over `prefix ‖ user key`) and [`MemoryTimerTable`]s; both canonical snapshots (through
-//! [`state_api::write_canonical_snapshot`]) and native ones ([`MemoryTableSnapshot`]) are
+//! [`state_api::write_canonical_snapshot`]) and native ones of the whole store
+//! ([`MemoryStoreSnapshot`]: every table at one point, restored all or nothing) are
 //! supported. The whole `state-api` conformance suite runs against it
 //! (`tests/conformance.rs`).
 //!
@@ -56,7 +57,9 @@
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+mod checkout;
 mod map;
+mod native;
 mod store;
 mod table;
 mod timer;
@@ -66,6 +69,7 @@ mod timer;
 pub mod test_util;
 
 pub use map::MemoryMapTable;
+pub use native::{MemoryStoreSnapshot, NativeSnapshotError};
 pub use store::MemoryStore;
-pub use table::{MemoryKeyedTable, MemoryTableSnapshot};
+pub use table::MemoryKeyedTable;
 pub use timer::MemoryTimerTable;

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 ///
 /// # Errors
 /// [`Error::KeyGroupOutOfRange`] when `key_group` is not in `range`.
+#[inline]
 pub fn key_group_offset(range: KeyGroupRange, key_group: KeyGroup) -> Result<usize> {
     let out_of_range = || Error::KeyGroupOutOfRange {
         key_group: key_group.get(),

@@ -23,7 +23,7 @@
 //! - TTL with Flink's `StateTtlConfig` semantics: [`TtlConfig`], [`is_expired`].
 //! - Canonical snapshots: [`write_canonical_snapshot`] / [`restore_canonical_snapshot`] over
 //!   [`CanonicalTable`]s (shared by every backend), and [`NativeSnapshot`] for
-//!   backend-defined ones.
+//!   backend-defined snapshots of a whole store (every table at one point, all or nothing).
 //! - [`KeyGroupScope`]: selects a key group on the host for reserved-state I/O and restores
 //!   the host's previous key context on success, error and panic.
 //! - [`MemoryPool`] / [`MemoryReservation`]: host memory with RAII reservations.
@@ -138,7 +138,7 @@ pub use inline_key::{INLINE_KEY_LEN, InlineKey};
 pub use key_groups::{key_group_at, key_group_offset};
 pub use map::{
     MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, UserKeyRange,
-    full_key_bounds, map_entry_key, prefix_successor,
+    full_key_bounds, full_key_bounds_in, map_entry_key, prefix_successor,
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use registry::TableRegistry;

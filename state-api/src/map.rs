@@ -372,6 +372,7 @@ pub trait MapStateStore: KeyedStateStore {
 /// The backend key bytes of `(prefix, user_key)` without the key-group prefix, written into
 /// `buf` (cleared first): `prefix ‖ user_key`. The canonical `key` column of a map table
 /// holds exactly these bytes.
+#[inline]
 pub fn map_entry_key<'b>(buf: &'b mut Vec<u8>, prefix: &[u8], user_key: &[u8]) -> &'b [u8] {
     buf.clear();
     buf.reserve(prefix.len() + user_key.len());
@@ -420,9 +421,103 @@ pub fn full_key_bounds(prefix: &[u8], range: UserKeyRange<'_>) -> (Bound<Vec<u8>
     (lower, upper)
 }
 
+/// [`full_key_bounds`] without allocating: the bounds borrow `prefix` or `buf` (cleared
+/// first, reused across calls), so a backend's scan builds its bounds with no allocation
+/// once `buf` has grown.
+///
+/// ```
+/// use std::ops::Bound;
+/// use state_api::{UserKeyRange, full_key_bounds_in};
+///
+/// let mut buf = Vec::new();
+/// let (lo, hi) = full_key_bounds_in(&mut buf, b"p", UserKeyRange::from(b"b"));
+/// assert_eq!((lo, hi), (Bound::Included(&b"pb"[..]), Bound::Excluded(&b"q"[..])));
+/// ```
+pub fn full_key_bounds_in<'a>(
+    buf: &'a mut Vec<u8>,
+    prefix: &'a [u8],
+    range: UserKeyRange<'_>,
+) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+    buf.clear();
+    let lower = match range.start() {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(s) => {
+            buf.extend_from_slice(prefix);
+            buf.extend_from_slice(s);
+            Bound::Included(())
+        }
+        Bound::Excluded(s) => {
+            buf.extend_from_slice(prefix);
+            buf.extend_from_slice(s);
+            Bound::Excluded(())
+        }
+    };
+    let mid = buf.len();
+    let upper = match range.end() {
+        Bound::Unbounded => match prefix.iter().rposition(|&b| b != 0xff) {
+            Some(last) => {
+                buf.extend_from_slice(prefix.get(..=last).unwrap_or_default());
+                if let Some(b) = buf.last_mut() {
+                    *b += 1;
+                }
+                Bound::Excluded(())
+            }
+            None => Bound::Unbounded,
+        },
+        Bound::Included(e) => {
+            buf.extend_from_slice(prefix);
+            buf.extend_from_slice(e);
+            Bound::Included(())
+        }
+        Bound::Excluded(e) => {
+            buf.extend_from_slice(prefix);
+            buf.extend_from_slice(e);
+            Bound::Excluded(())
+        }
+    };
+    let (low, high) = buf.split_at(mid);
+    let lower = match lower {
+        Bound::Unbounded => Bound::Included(prefix),
+        Bound::Included(()) => Bound::Included(low),
+        Bound::Excluded(()) => Bound::Excluded(low),
+    };
+    (lower, upper.map(|()| high))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounds_in_a_buffer_equal_the_owned_bounds() {
+        let ends = [
+            Bound::Unbounded,
+            Bound::Included(&b""[..]),
+            Bound::Included(&b"1"[..]),
+            Bound::Excluded(&b"1"[..]),
+            Bound::Excluded(&b"\xff2"[..]),
+        ];
+        let mut buf = Vec::new();
+        for prefix in [&b""[..], b"p", b"p\xff", b"\xff\xff", b"ab\xffc"] {
+            for start in ends {
+                for end in ends {
+                    let range = UserKeyRange::new(start, end);
+                    let (lo, hi) = full_key_bounds(prefix, range);
+                    let (lo_in, hi_in) = full_key_bounds_in(&mut buf, prefix, range);
+                    assert_eq!(
+                        lo.as_ref().map(Vec::as_slice),
+                        lo_in,
+                        "{prefix:?} {range:?}"
+                    );
+                    assert_eq!(
+                        hi.as_ref().map(Vec::as_slice),
+                        hi_in,
+                        "{prefix:?} {range:?}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn range_contains_and_empty() {

@@ -184,24 +184,44 @@ pub trait KeyedStateStore {
     ) -> Result<Self::Table<C>>;
 }
 
-/// A backend-defined (native) snapshot of a table or store, e.g. a RocksDB checkpoint.
-/// Native snapshots belong to the binary and backend that wrote them; the canonical
-/// snapshot is the portable path.
+/// A backend-defined (native) snapshot of a whole **store**: every table the store holds
+/// (keyed, map and timer tables) at one point, e.g. a RocksDB checkpoint of the operator's
+/// database. Implemented by a backend's [`KeyedStateStore`]; native snapshots belong to the
+/// binary and backend that wrote them, the canonical snapshot is the portable path.
+///
+/// # Contract (checked by the `conformance` suite's `native_*` cases)
+///
+/// - Granularity: one snapshot covers every table of the store, taken at one point; a
+///   restore replaces the state of every table together. A table open in the store but not
+///   in the snapshot becomes empty; a table in the snapshot that is not open yet holds the
+///   snapshot's state when it is opened after the restore.
+/// - Committed state only: [`native_snapshot`](NativeSnapshot::native_snapshot) and
+///   [`restore_native`](NativeSnapshot::restore_native) are refused with
+///   [`Error::BundleState`] while any table of the store has an open bundle or a timer table
+///   has uncommitted changes; the refusal changes nothing.
+/// - All or nothing: a failed restore leaves every table as it was.
+/// - A snapshot that is incomplete, damaged, not this backend's, of a store of another max
+///   parallelism or key-group range, or whose table of an open name has another schema is
+///   [`Error::InvalidNativeSnapshot`] (the backend's reason as its `source`).
+/// - A snapshot is independent of later writes and of later snapshots: it can be restored
+///   any number of times.
 pub trait NativeSnapshot {
     /// The backend's snapshot type.
     type Snapshot;
 
-    /// Takes a snapshot of the committed state. Outside a bundle only.
+    /// Takes a snapshot of the committed state of every table of the store.
     ///
     /// # Errors
-    /// [`Error::BundleState`] when a bundle is open; a backend failure.
+    /// [`Error::BundleState`] while a bundle is open or timer changes are uncommitted; a
+    /// backend failure ([`Error::Io`], ...).
     fn native_snapshot(&mut self) -> Result<Self::Snapshot>;
 
-    /// Replaces the state with `snapshot`, all or nothing. Outside a bundle only.
+    /// Replaces the state of every table of the store with `snapshot`, all or nothing.
     ///
     /// # Errors
-    /// [`Error::BundleState`]; [`Error::MemoryExhausted`]; a backend failure. On error the
-    /// state is unchanged.
+    /// [`Error::BundleState`] as for [`native_snapshot`](NativeSnapshot::native_snapshot);
+    /// [`Error::InvalidNativeSnapshot`]; [`Error::MemoryExhausted`]; a backend failure. On
+    /// error the state of every table is unchanged.
     fn restore_native(&mut self, snapshot: &Self::Snapshot) -> Result<()>;
 }
 

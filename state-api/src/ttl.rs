@@ -146,6 +146,7 @@ impl TtlConfig {
     }
 
     /// Whether an entry last accessed at `last_access` is expired at `now`.
+    #[inline]
     pub fn is_expired(&self, last_access: i64, now: i64) -> bool {
         is_expired(last_access, self.ttl_millis, now)
     }
@@ -191,6 +192,7 @@ impl TtlRead {
 /// let refresh = ttl.with_update_type(TtlUpdateType::OnReadAndWrite);
 /// assert_eq!(ttl_read(Some(&refresh), 100, 105), TtlRead::LiveRefresh);
 /// ```
+#[inline]
 pub fn ttl_read(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> TtlRead {
     let Some(ttl) = ttl else {
         return TtlRead::Live;
@@ -210,6 +212,7 @@ pub fn ttl_read(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> TtlRead 
 /// Whether a scan (which neither refreshes nor clears) shows an entry last accessed at
 /// `last_access`: unexpired entries always, expired ones only under
 /// `ReturnExpiredIfNotCleanedUp`.
+#[inline]
 pub fn ttl_scan_visible(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> bool {
     ttl.is_none_or(|ttl| {
         !ttl.is_expired(last_access, now)
@@ -219,12 +222,14 @@ pub fn ttl_scan_visible(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> 
 
 /// The time a table with `ttl` stamps and checks entries with: the clock's now with TTL,
 /// `0` without (no clock read: timestamps of a table without TTL are 0).
+#[inline]
 pub fn ttl_now(ttl: Option<&TtlConfig>, clock: &dyn Clock) -> i64 {
     if ttl.is_some() { clock.now_millis() } else { 0 }
 }
 
 /// The export filter of canonical snapshots: an entry is exported when it is not expired at
 /// the snapshot's `now` (every entry of a table without TTL).
+#[inline]
 pub fn ttl_exported(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> bool {
     ttl.is_none_or(|ttl| !ttl.is_expired(last_access, now))
 }
@@ -232,6 +237,7 @@ pub fn ttl_exported(ttl: Option<&TtlConfig>, last_access: i64, now: i64) -> bool
 /// Flink's `TtlUtils.getExpirationTimestamp(ts, ttl)`: `ts + ttl`, where for `ts > 0` the
 /// ttl is first cut to `i64::MAX - ts` so the sum cannot overflow (for `ts <= 0` Java's plain
 /// `long` addition is kept, wrapping as Java does).
+#[inline]
 pub fn expiration_timestamp(last_access: i64, ttl_millis: i64) -> i64 {
     let ttl_without_overflow = if last_access > 0 {
         ttl_millis.min(i64::MAX - last_access)
@@ -242,6 +248,7 @@ pub fn expiration_timestamp(last_access: i64, ttl_millis: i64) -> i64 {
 }
 
 /// Flink's `TtlUtils.expired(ts, ttl, now)`: `expiration_timestamp(ts, ttl) <= now`.
+#[inline]
 pub fn is_expired(last_access: i64, ttl_millis: i64, now: i64) -> bool {
     expiration_timestamp(last_access, ttl_millis) <= now
 }

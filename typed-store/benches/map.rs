@@ -9,7 +9,11 @@
 //!   iterator over the same column family decoding nothing;
 //! - `first_after_retraction/<variant>`: `first` of a 1000-entry prefix after its smallest
 //!   entry was removed in the open bundle vs a bare seek;
-//! - `timers/register_pop_1m`: register 1M timers over 100k keys, commit, pop all, commit.
+//! - `timers/register_pop_1m`: register 1M timers over 100k keys, commit, pop all, commit;
+//! - `point/<table>/100k`: one bundle over 100k committed keys that reads each key's value and
+//!   writes it back incremented, on a `KeyedTable` (the bundle names the keys: one batched
+//!   read) vs a map table holding the same values under (prefix = key, user key = empty)
+//!   (the bundle names the entries: one batched read), as memory-store's `point` bench does.
 
 use std::hint::black_box;
 use std::ops::ControlFlow;
@@ -21,8 +25,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rocksdb::{DB, Options, ReadOptions, WriteBatch, WriteOptions};
 use state_api::{
-    I64Codec, ManualClock, MapHydration, MapStateStore, MapTable, ScanDirection, StoreConfig,
-    TimeDomain, TimerStateStore, TimerTable, UserKeyRange,
+    I64Codec, KeyedStateStore, KeyedTable, ManualClock, MapHydration, MapStateStore, MapTable,
+    ScanDirection, StoreConfig, TimeDomain, TimerStateStore, TimerTable, UserKeyRange,
 };
 use typed_store::{RocksSlot, RocksStore};
 
@@ -267,5 +271,64 @@ fn timers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, remove_range, prefix_scan, timers);
+fn point(c: &mut Criterion) {
+    let mp = MaxParallelism::new(128).expect("mp");
+    let keys: Vec<(KeyGroup, Vec<u8>)> = (0..100_000)
+        .map(|i| {
+            let k = format!("user-{i:08}").into_bytes();
+            let group =
+                keygroup::compute_key_group_for_key_hash(keygroup::murmur_hash_bytes(&k), mp);
+            (group, k)
+        })
+        .collect();
+    let named: Vec<(KeyGroup, &[u8])> = keys.iter().map(|(g, k)| (*g, k.as_slice())).collect();
+    let entries: Vec<(KeyGroup, &[u8], &[u8])> = keys
+        .iter()
+        .map(|(g, k)| (*g, k.as_slice(), &b""[..]))
+        .collect();
+    let dir = tempfile::tempdir().expect("tmp");
+    let slot = RocksSlot::try_new(256 << 20).expect("slot");
+    let mut store = RocksStore::open(dir.path(), config(), &slot).expect("open");
+    let mut keyed = store.open_table("k", I64Codec, None).expect("keyed");
+    let mut map = store.open_map_table("m", I64Codec, None).expect("map");
+    keyed.begin_bundle(&[]).expect("begin");
+    map.begin_bundle(MapHydration::none()).expect("begin");
+    for (i, (group, k)) in keys.iter().enumerate() {
+        let v = i64::try_from(i).expect("small");
+        keyed.put(*group, k, v).expect("put");
+        map.put(*group, k, b"", v).expect("put");
+    }
+    keyed.commit_bundle().expect("commit");
+    map.commit_bundle().expect("commit");
+    store.flush_table("k").expect("flush");
+    store.flush_table("m").expect("flush");
+
+    let mut group = c.benchmark_group("point");
+    group.sample_size(10);
+    group.throughput(criterion::Throughput::Elements(keys.len() as u64));
+    group.bench_function("keyed_table/100k", |b| {
+        b.iter(|| {
+            keyed.begin_bundle(&named).expect("begin");
+            for (kg, k) in &keys {
+                let v = keyed.get(*kg, k).expect("get").copied().unwrap_or(0);
+                keyed.put(*kg, k, v + 1).expect("put");
+            }
+            keyed.commit_bundle().expect("commit");
+        });
+    });
+    group.bench_function("map_table/100k", |b| {
+        b.iter(|| {
+            map.begin_bundle(MapHydration::entries(&entries))
+                .expect("begin");
+            for (kg, k) in &keys {
+                let v = map.get(*kg, k, b"").expect("get").copied().unwrap_or(0);
+                map.put(*kg, k, b"", v + 1).expect("put");
+            }
+            map.commit_bundle().expect("commit");
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, remove_range, prefix_scan, timers, point);
 criterion_main!(benches);

@@ -1,5 +1,9 @@
 //! Native snapshots: RocksDB checkpoints, their verification before use, and the native
 //! restore that swaps a verified copy in.
+//!
+//! The granularity is the store's ([`state_api::NativeSnapshot`]): one checkpoint holds every
+//! table of the store (keyed, map and timer tables, each a column family) at one sequence
+//! number, and a restore replaces them all or none.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,10 +18,25 @@ use crate::error::{Error, Result};
 use crate::format::{META_TABLE_CF_PREFIX, META_TABLE_COLUMNS_PREFIX, TABLE_CF_PREFIX};
 use crate::live::{live_dirs, read_live_pointer, write_live_pointer};
 use crate::manifest::CheckpointManifest;
-use crate::metadata::put_meta;
+use crate::metadata::{get_meta, put_meta};
 use crate::store::{DbState, OpenMode, RocksStore, open_db};
 use crate::timer::TimerState;
 use crate::ttl_filter::TtlCell;
+
+/// Metadata key (default column family) written into every checkpoint: the key-group range
+/// of the store that took it, start and end as two `i32` big-endian (8 bytes). A restore
+/// refuses a checkpoint without it or of another range.
+pub(crate) const META_CHECKPOINT_KEY_GROUPS_KEY: &[u8] =
+    b"sfstate.typed-store.checkpoint-key-groups";
+
+/// The value of [`META_CHECKPOINT_KEY_GROUPS_KEY`] for `range`.
+fn key_groups_value(range: keygroup::KeyGroupRange) -> [u8; 8] {
+    let mut value = [0; 8];
+    let (start, end) = value.split_at_mut(4);
+    start.copy_from_slice(&range.start().to_be_bytes());
+    end.copy_from_slice(&range.end().to_be_bytes());
+    value
+}
 
 /// A native snapshot of a [`RocksStore`]: a RocksDB checkpoint directory (SST files hard-linked
 /// where the file system allows, so consecutive checkpoints share unchanged SST files).
@@ -80,22 +99,53 @@ pub(crate) fn materialise_checkpoint(checkpoint: &Path, target: &Path) -> Result
 }
 
 impl RocksStore {
-    /// Writes a RocksDB checkpoint of the committed state into `dir` (which must not exist).
+    /// [`state_api::Error::BundleState`] while any table has an open bundle or any open timer
+    /// table has uncommitted changes: a native snapshot or restore holds committed state
+    /// only.
+    fn check_committed(&self, operation: &'static str) -> state_api::Result<()> {
+        let refused = state_api::Error::BundleState {
+            operation,
+            requires_open: false,
+        };
+        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
+            return Err(refused);
+        }
+        let timers = self
+            .shared
+            .timer_tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for weak in timers.values() {
+            if let Some(cell) = weak.upgrade()
+                && cell
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .has_pending()
+            {
+                return Err(refused);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a RocksDB checkpoint of the committed state of every table into `dir` (which
+    /// must not exist).
     ///
     /// # Errors
-    /// [`state_api::Error::BundleState`] while any table has an open bundle; RocksDB and
-    /// I/O failures.
+    /// [`state_api::Error::BundleState`] while any table has an open bundle or a timer table
+    /// uncommitted changes; RocksDB and I/O failures.
     pub fn checkpoint_to(&self, dir: impl AsRef<Path>) -> state_api::Result<RocksCheckpoint> {
-        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
-            return Err(state_api::Error::BundleState {
-                operation: "native_snapshot",
-                requires_open: false,
-            });
-        }
+        self.check_committed("native_snapshot")?;
         let dir = dir.as_ref();
         // Committed values still in the keyed tables' write-behind buffers go first.
         self.shared.flush_write_behind()?;
         let st = self.shared.read();
+        put_meta(
+            &st.db,
+            &self.shared.write_options,
+            META_CHECKPOINT_KEY_GROUPS_KEY,
+            &key_groups_value(self.config.key_groups()),
+        )?;
         // Re-write the table map so the checkpoint holds it even if a best-effort write after
         // a restore failed.
         for (table, cf) in &st.cf_of {
@@ -139,18 +189,15 @@ impl NativeSnapshot for RocksStore {
         self.checkpoint_to(dir)
     }
 
-    /// Opens the checkpoint as a new live database (`live-<n+1>/`), re-creates the tables the
-    /// checkpoint does not hold (empty), reloads every timer table's timers from it, points
+    /// Opens the checkpoint as a new live database (`live-<n+1>/`), checks that it was taken
+    /// from a store of this max parallelism and key-group range and that every table open
+    /// here has the checkpoint's columns (else `InvalidNativeSnapshot`), re-creates the tables
+    /// the checkpoint does not hold (empty), reloads every timer table's timers from it, points
     /// `LIVE` at it and only then swaps it in; every table of this store then reads the
     /// checkpoint's state. All or nothing: on any error the new directory is removed and the
     /// old database stays (and stays the one `LIVE` names).
     fn restore_native(&mut self, snapshot: &RocksCheckpoint) -> state_api::Result<()> {
-        if self.shared.open_bundles.load(Ordering::SeqCst) > 0 {
-            return Err(state_api::Error::BundleState {
-                operation: "restore_native",
-                requires_open: false,
-            });
-        }
+        self.check_committed("restore_native")?;
         let root = self.shared.root.clone();
         let next = live_dirs(&root)?.last().map_or(0, |(n, _)| n + 1);
         let name = format!("live-{next}");
@@ -218,6 +265,13 @@ impl RocksStore {
             OpenMode::Checkpoint,
         )
         .map_err(invalid)?;
+        let range = get_meta(&fresh.db, META_CHECKPOINT_KEY_GROUPS_KEY).map_err(invalid)?;
+        if range.as_deref() != Some(&key_groups_value(self.config.key_groups())[..]) {
+            return Err(invalid(Error::InvalidCheckpoint {
+                path: snapshot.dir.clone(),
+                reason: "taken from a store owning other key groups (or by an older binary)",
+            }));
+        }
         let tables = self
             .shared
             .tables
@@ -227,6 +281,17 @@ impl RocksStore {
         // Tables opened after the checkpoint get an empty family; every table gets its TTL.
         for (table, info) in &tables {
             let cf = if let Some(cf) = fresh.cf_of.get(table) {
+                let key = format!("{META_TABLE_COLUMNS_PREFIX}{table}");
+                match get_meta(&fresh.db, key.as_bytes()).map_err(invalid)? {
+                    Some(found) if found != info.columns.as_bytes() => {
+                        return Err(invalid(Error::TableSchemaMismatch {
+                            table: table.clone(),
+                            expected: info.columns.clone(),
+                            found: String::from_utf8_lossy(&found).into_owned(),
+                        }));
+                    }
+                    _ => {}
+                }
                 cf.clone()
             } else {
                 let name = format!("{TABLE_CF_PREFIX}{}", fresh.next_cf);

@@ -157,6 +157,11 @@ impl TimerState {
         Ok(())
     }
 
+    /// Whether changes are waiting for the next commit (a native snapshot refuses them).
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Loads every timer of column family `cf_name` of `st`.
     fn load(
         st: &DbState,

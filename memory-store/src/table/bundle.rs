@@ -8,9 +8,9 @@ use state_api::{KeyedTable, Result, SweepProgress, TableStats, TtlRead, ValueCod
 use state_api::InlineKey as Key;
 
 use super::sweep::Tombstones;
-use super::{Entry, MemoryKeyedTable, entry_size, mark_dirty};
+use super::{Entry, KeyedCore, entry_size, mark_dirty};
 
-impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
+impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     type Codec = C;
 
     fn name(&self) -> &str {

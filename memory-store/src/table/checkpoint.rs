@@ -1,36 +1,15 @@
-//! Native snapshots of the in-memory keyed table.
+//! The keyed table's share of the store's native snapshot (`native.rs`).
 
-use keygroup::KeyGroupRange;
-use state_api::{Error, NativeSnapshot, Result, ValueCodec};
+use state_api::{Result, ValueCodec};
 
-use super::MemoryKeyedTable;
+use super::KeyedCore;
+use crate::native::{NativePart, NativeTable, RowsPart};
 
-/// A native snapshot of a [`MemoryKeyedTable`]: a copy of its live committed entries
-/// (expired ones included, as they are stored), valid only for a table of the same
-/// key-group range.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemoryTableSnapshot<V> {
-    key_groups: KeyGroupRange,
-    rows: Vec<(usize, Box<[u8]>, i64, V)>,
-}
+/// The kind name of a keyed table in a native snapshot.
+const KIND: &str = "keyed";
 
-impl<V> MemoryTableSnapshot<V> {
-    /// Entries in the snapshot.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// Whether the snapshot holds no entry.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-}
-
-impl<C: ValueCodec> NativeSnapshot for MemoryKeyedTable<C> {
-    type Snapshot = MemoryTableSnapshot<C::Value>;
-
-    fn native_snapshot(&mut self) -> Result<Self::Snapshot> {
-        self.check_bundle("native_snapshot", false)?;
+impl<C: ValueCodec> NativeTable for KeyedCore<C> {
+    fn native_part(&self) -> Box<dyn NativePart> {
         let rows = self
             .groups
             .iter()
@@ -46,26 +25,33 @@ impl<C: ValueCodec> NativeSnapshot for MemoryKeyedTable<C> {
                 })
             })
             .collect();
-        Ok(MemoryTableSnapshot {
-            key_groups: self.key_groups,
-            rows,
-        })
+        RowsPart::boxed(KIND, &self.schema, rows)
     }
 
-    fn restore_native(&mut self, snapshot: &Self::Snapshot) -> Result<()> {
+    fn stage_native(&mut self, table: &str, part: Option<&dyn NativePart>) -> Result<()> {
         self.check_staging()?;
-        if snapshot.key_groups != self.key_groups {
-            return Err(Error::Unsupported {
-                operation: "native restore onto another key-group range",
-            });
-        }
-        let staged = self.stage_rows(
-            snapshot
-                .rows
-                .iter()
-                .map(|(i, k, ts, v)| (*i, k.clone(), *ts, v.clone())),
-        )?;
-        self.apply_staged(Some(staged));
+        self.staged = None;
+        let staged = match part {
+            None => self.stage_rows(std::iter::empty())?,
+            Some(part) => {
+                let part = RowsPart::<C::Value>::of(table, part, KIND, &self.schema)?;
+                self.stage_rows(
+                    part.rows
+                        .iter()
+                        .map(|(i, k, ts, v)| (*i, k.clone(), *ts, v.clone())),
+                )?
+            }
+        };
+        self.staged = Some(staged);
         Ok(())
+    }
+
+    fn commit_native(&mut self) {
+        let staged = self.staged.take();
+        self.apply_staged(staged);
+    }
+
+    fn abort_native(&mut self) {
+        self.staged = None;
     }
 }

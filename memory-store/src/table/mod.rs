@@ -1,14 +1,15 @@
-//! The in-memory keyed table, by concern: the table and its entries here; the bundle
-//! operations ([`KeyedTable`](state_api::KeyedTable)) in `bundle.rs`; tombstones and the TTL sweep in `sweep.rs`;
-//! canonical export and restore staging in `restore.rs`; native snapshots in
-//! `checkpoint.rs`.
+//! The in-memory keyed table, by concern: the handle operators hold in `handle.rs`; its
+//! core (the entries) here; the bundle operations ([`KeyedTable`](state_api::KeyedTable)) in
+//! `bundle.rs`; tombstones and the TTL sweep in `sweep.rs`; canonical export and restore
+//! staging in `restore.rs`; the share of the store's native snapshot in `checkpoint.rs`.
 
 mod bundle;
 mod checkpoint;
+mod handle;
 mod restore;
 mod sweep;
 
-pub use checkpoint::MemoryTableSnapshot;
+pub use handle::MemoryKeyedTable;
 
 use std::mem::size_of;
 use std::sync::Arc;
@@ -49,22 +50,11 @@ struct Staged<V> {
     reservation: MemoryReservation,
 }
 
-/// A keyed table that keeps decoded values in one hash map per key group.
-///
-/// - Everything is resident, so [`begin_bundle`](state_api::KeyedTable::begin_bundle) only validates
-///   and opens the bundle: it issues no reads ([`TableStats::hydration_batches`] and
-///   `point_hydrations` stay 0), and a get of a key not named in it is as fast as any other.
-/// - Writes go to the maps in place; a per-entry bundle epoch makes each dirty key count
-///   once in [`TableStats::written_keys`]. Removals leave tombstones that a commit purges
-///   from a key group once they are a quarter of it (amortised O(1) per removal, no
-///   allocation), and [`sweep_expired`](state_api::KeyedTable::sweep_expired) purges too.
-/// - Memory: every entry reserves `key length + size_of::<Entry<V>>() + 16 +`
-///   [`ValueCodec::heap_size`] from the store's pool; a write the pool refuses fails with
-///   [`Error::MemoryExhausted`](state_api::Error::MemoryExhausted) and changes nothing. Restore stages the new content (reserved
-///   in addition to the old) before replacing it.
-/// - TTL: expiry on read (Flink's rule) plus an incremental sweep.
+/// The state of a [`MemoryKeyedTable`]: one hash map per key group of decoded entries with
+/// their tombstones, the bundle phase and the counters (the handle's docs describe the
+/// behaviour).
 #[derive(Debug)]
-pub struct MemoryKeyedTable<C: ValueCodec> {
+pub(crate) struct KeyedCore<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
@@ -90,10 +80,9 @@ fn entry_size<V>(key_len: usize, heap: usize) -> usize {
     Key::heap_bytes(key_len) + size_of::<Key>() + size_of::<Entry<V>>() + ENTRY_OVERHEAD + heap
 }
 
-impl<C: ValueCodec> MemoryKeyedTable<C> {
-    /// An empty table named `name` in a store with `config` (normally opened through
-    /// [`MemoryStore`](crate::MemoryStore)).
-    pub fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
+impl<C: ValueCodec> KeyedCore<C> {
+    /// An empty table named `name` in a store with `config`.
+    pub(crate) fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
         let key_groups = config.key_groups();
         let schema = canonical_schema(&codec.fields());
         Self {
@@ -119,17 +108,18 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
     }
 
     /// Live entries (expired entries not yet cleaned up included).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.groups.iter().map(HashMap::len).sum::<usize>() - self.tombstones.iter().sum::<usize>()
     }
 
     /// Whether the table holds no live entry.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Bytes this table currently holds from the memory pool.
-    pub fn reserved_bytes(&self) -> usize {
+    pub(crate) fn reserved_bytes(&self) -> usize {
         self.reservation.size()
     }
 
@@ -161,19 +151,17 @@ fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
 #[cfg(test)]
 mod tests {
     use keygroup::MaxParallelism;
-    use state_api::{
-        BoundedMemoryPool, Error, I64Codec, KeyedTable, ManualClock, MemoryPool, NativeSnapshot,
-    };
+    use state_api::{BoundedMemoryPool, Error, I64Codec, KeyedTable, ManualClock, MemoryPool};
 
     use super::*;
 
-    fn table(pool: Arc<dyn MemoryPool>) -> MemoryKeyedTable<I64Codec> {
+    fn table(pool: Arc<dyn MemoryPool>) -> KeyedCore<I64Codec> {
         let mp = MaxParallelism::new(8).unwrap();
         let config = StoreConfig::try_new(mp, mp.key_groups())
             .unwrap()
             .with_memory_pool(pool)
             .with_clock(Arc::new(ManualClock::new(0)));
-        MemoryKeyedTable::new("t", I64Codec, None, &config)
+        KeyedCore::new("t", I64Codec, None, &config)
     }
 
     fn kg(v: i32) -> KeyGroup {
@@ -267,7 +255,7 @@ mod tests {
             .with_memory_pool(Arc::clone(&pool))
             .with_clock(Arc::new(clock.clone()));
         let ttl = TtlConfig::new(std::time::Duration::from_millis(10));
-        let mut t = MemoryKeyedTable::new("t", I64Codec, Some(ttl), &config);
+        let mut t = KeyedCore::new("t", I64Codec, Some(ttl), &config);
         t.begin_bundle(&[]).unwrap();
         for i in 0..40_u8 {
             t.put(kg(i32::from(i % 8)), &[i], 1).unwrap();
@@ -301,61 +289,13 @@ mod tests {
     }
 
     #[test]
-    fn native_snapshot_round_trip_and_refusals() {
-        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
-        let mut t = table(Arc::clone(&pool));
-        t.begin_bundle(&[]).unwrap();
-        for i in 0..20_u8 {
-            t.put(kg(i32::from(i % 8)), &[i], i64::from(i)).unwrap();
-        }
-        t.remove(kg(0), &[0]).unwrap();
-        assert!(matches!(
-            t.native_snapshot(),
-            Err(Error::BundleState { .. })
-        ));
-        t.commit_bundle().unwrap();
-        let snapshot = t.native_snapshot().unwrap();
-        assert_eq!(snapshot.len(), 19);
-
-        t.begin_bundle(&[]).unwrap();
-        t.put(kg(1), b"new", 99).unwrap();
-        t.remove(kg(1), &[1]).unwrap();
-        t.commit_bundle().unwrap();
-        t.restore_native(&snapshot).unwrap();
-        t.begin_bundle(&[]).unwrap();
-        assert_eq!(t.get(kg(1), b"new").unwrap(), None);
-        assert_eq!(t.get(kg(1), &[1]).unwrap(), Some(&1));
-        assert_eq!(t.get(kg(0), &[0]).unwrap(), None);
-        t.commit_bundle().unwrap();
-
-        // A snapshot of another range is refused; a restore the pool cannot hold changes nothing.
-        let mp = MaxParallelism::new(8).unwrap();
-        let other = StoreConfig::try_new(mp, KeyGroupRange::new(0, 3).unwrap()).unwrap();
-        let mut small = MemoryKeyedTable::new("t", I64Codec, None, &other);
-        assert!(matches!(
-            small.restore_native(&snapshot),
-            Err(Error::Unsupported { .. })
-        ));
-        let tight: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(pool.used() + 64));
-        let mut u = table(Arc::clone(&tight));
-        u.begin_bundle(&[]).unwrap();
-        u.put(kg(2), b"keep", 5).unwrap();
-        u.commit_bundle().unwrap();
-        let err = u.restore_native(&snapshot).unwrap_err();
-        assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
-        u.begin_bundle(&[]).unwrap();
-        assert_eq!(u.get(kg(2), b"keep").unwrap(), Some(&5));
-        u.commit_bundle().unwrap();
-    }
-
-    #[test]
     fn failed_growth_on_overwrite_keeps_old_value() {
         let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
         let mp = MaxParallelism::new(8).unwrap();
         let config = StoreConfig::try_new(mp, mp.key_groups())
             .unwrap()
             .with_memory_pool(Arc::clone(&pool));
-        let mut t = MemoryKeyedTable::new("s", state_api::I64F64StrCodec, None, &config);
+        let mut t = KeyedCore::new("s", state_api::I64F64StrCodec, None, &config);
         t.begin_bundle(&[]).unwrap();
         t.put(kg(1), b"k", (1, 1.0, None)).unwrap();
         let big = "x".repeat(2 << 20);

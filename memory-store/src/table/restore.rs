@@ -13,9 +13,9 @@ use state_api::{
 
 use state_api::InlineKey as Key;
 
-use super::{Entry, Group, MemoryKeyedTable, Staged, entry_size};
+use super::{Entry, Group, KeyedCore, Staged, entry_size};
 
-impl<C: ValueCodec> MemoryKeyedTable<C> {
+impl<C: ValueCodec> KeyedCore<C> {
     pub(super) fn check_staging(&self) -> Result<()> {
         self.check_bundle("restore", false)
     }
@@ -74,7 +74,7 @@ impl<C: ValueCodec> MemoryKeyedTable<C> {
     }
 }
 
-impl<C: ValueCodec> CanonicalTable for MemoryKeyedTable<C> {
+impl<C: ValueCodec> CanonicalTable for KeyedCore<C> {
     fn table_name(&self) -> &str {
         &self.name
     }

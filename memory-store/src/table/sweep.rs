@@ -3,7 +3,7 @@
 use hashbrown::HashMap;
 use state_api::{Result, SweepProgress, ValueCodec, ttl_exported};
 
-use super::{Entry, MemoryKeyedTable, entry_size};
+use super::{Entry, KeyedCore, entry_size};
 
 /// The tombstone bookkeeping of a table: counts per group and the groups to look at on
 /// commit, each listed once.
@@ -29,7 +29,7 @@ impl Tombstones<'_> {
     }
 }
 
-impl<C: ValueCodec> MemoryKeyedTable<C> {
+impl<C: ValueCodec> KeyedCore<C> {
     /// Removes tombstones (and, when `now` is given, expired entries) from group `index`,
     /// at most `limit` entries; returns how many were removed and how many bytes they held.
     pub(super) fn purge_group(&mut self, index: usize, now: Option<i64>, limit: usize) -> usize {

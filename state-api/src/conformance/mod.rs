@@ -38,6 +38,7 @@ mod map;
 mod map_model;
 mod memory;
 mod model;
+mod native;
 mod snapshot;
 mod timer;
 mod ttl;
@@ -59,6 +60,11 @@ pub use memory::{
     memory_exhausted_snapshot, memory_reservation_accounting,
 };
 pub use model::model_based_operations_match_btreemap;
+pub use native::{
+    NativeStore, native_restore_refuses_another_config, native_restore_refuses_another_schema,
+    native_restore_then_open, native_snapshot_covers_every_table_kind,
+    native_snapshot_refused_while_a_bundle_is_open,
+};
 pub use snapshot::{
     canonical_snapshot_is_byte_identical, canonical_snapshot_round_trip, cross_backend_exchange,
     cross_backend_rescale, multiple_tables_share_one_envelope, rescale_at_max_parallelism_128,
@@ -168,16 +174,18 @@ pub(crate) fn snapshot_of<S: KeyedStateStore>(
     container
 }
 
-/// Instantiates every conformance case (keyed, map and timer tables) as a `#[test]` for a
-/// backend's [`StoreFactory`](crate::conformance::StoreFactory) expression (evaluated once
-/// per test). The store must implement `MapStateStore` and `TimerStateStore`; a backend
-/// without them can use [`keyed_conformance_tests!`](crate::keyed_conformance_tests) alone.
+/// Instantiates every conformance case (keyed, map and timer tables, native snapshots) as a
+/// `#[test]` for a backend's [`StoreFactory`](crate::conformance::StoreFactory) expression
+/// (evaluated once per test). The store must implement `MapStateStore`, `TimerStateStore`
+/// and `NativeSnapshot`; a backend without them can use
+/// [`keyed_conformance_tests!`](crate::keyed_conformance_tests) alone.
 #[macro_export]
 macro_rules! conformance_tests {
     ($factory:expr) => {
         $crate::keyed_conformance_tests!($factory);
         $crate::map_conformance_tests!($factory);
         $crate::timer_conformance_tests!($factory);
+        $crate::native_conformance_tests!($factory);
     };
     (@cases $factory:expr; $($case:ident),* $(,)?) => {
         $(
@@ -217,6 +225,21 @@ macro_rules! timer_conformance_tests {
             timers_registered_while_firing,
             timers_snapshot_restore_and_rescale,
             timers_misuse_is_rejected,
+        );
+    };
+}
+
+/// The native-snapshot cases of [`conformance_tests!`](crate::conformance_tests): one
+/// snapshot per store, every table kind, all or nothing.
+#[macro_export]
+macro_rules! native_conformance_tests {
+    ($factory:expr) => {
+        $crate::conformance_tests!(@cases $factory;
+            native_snapshot_covers_every_table_kind,
+            native_snapshot_refused_while_a_bundle_is_open,
+            native_restore_then_open,
+            native_restore_refuses_another_config,
+            native_restore_refuses_another_schema,
         );
     };
 }

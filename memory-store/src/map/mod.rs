@@ -1,5 +1,11 @@
 //! The in-memory map table: one ordered map per key group over full entry keys
-//! `prefix ‖ user key`.
+//! `prefix ‖ user key`. The handle operators hold is in `handle.rs`, the share of the
+//! store's native snapshot in `checkpoint.rs`; the core (entries and bundle operations) here.
+
+mod checkpoint;
+mod handle;
+
+pub use handle::MemoryMapTable;
 
 use std::collections::BTreeMap;
 use std::mem::size_of;
@@ -12,8 +18,9 @@ use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
     BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, Result,
     ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, UserKeyRange,
-    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch, full_key_bounds,
-    key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read, ttl_scan_visible,
+    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
+    full_key_bounds_in, key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read,
+    ttl_scan_visible,
 };
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
@@ -42,21 +49,10 @@ struct Staged<V> {
     reservation: MemoryReservation,
 }
 
-/// A map table that keeps decoded entries in one `BTreeMap` per key group, keyed by the full
-/// entry key `prefix ‖ user key` (so a prefix scan is one B-tree range).
-///
-/// - Everything is resident: [`begin_bundle`](MapTable::begin_bundle) only validates key
-///   groups and issues no reads ([`TableStats::hydration_batches`] stays 0).
-/// - Writes go to the maps in place, so scans see them directly; a removal leaves a
-///   tombstone that the commit purges, and a per-entry bundle epoch counts each dirty entry
-///   once in [`TableStats::written_keys`].
-/// - [`remove_range`](MapTable::remove_range) marks each entry of the range removed (per-key
-///   work proportional to the range, like the per-key deletes typed-store writes).
-/// - Memory: every entry reserves `key length + size_of::<Entry<V>>() + 8 + 32 +`
-///   [`ValueCodec::heap_size`] from the store's pool; [`update`](MapTable::update) on a
-///   bounded pool keeps a copy of the value to restore if its growth is refused.
+/// The state of a [`MemoryMapTable`]: one `BTreeMap` per key group of decoded entries, the
+/// bundle phase and the counters (the handle's docs describe the behaviour).
 #[derive(Debug)]
-pub struct MemoryMapTable<C: ValueCodec> {
+pub(crate) struct MapCore<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
@@ -77,10 +73,9 @@ pub struct MemoryMapTable<C: ValueCodec> {
     scratch: Vec<u8>,
 }
 
-impl<C: ValueCodec> MemoryMapTable<C> {
-    /// An empty map table named `name` in a store with `config` (normally opened through
-    /// [`MemoryStore`](crate::MemoryStore)).
-    pub fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
+impl<C: ValueCodec> MapCore<C> {
+    /// An empty map table named `name` in a store with `config`.
+    pub(crate) fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
         let key_groups = config.key_groups();
         let schema = canonical_schema(&codec.fields());
         Self {
@@ -106,7 +101,7 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     /// Live entries (expired entries not yet cleaned up included).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.groups
             .iter()
             .map(|g| g.values().filter(|e| e.live).count())
@@ -114,12 +109,13 @@ impl<C: ValueCodec> MemoryMapTable<C> {
     }
 
     /// Whether the table holds no live entry.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Bytes this table currently holds from the memory pool.
-    pub fn reserved_bytes(&self) -> usize {
+    pub(crate) fn reserved_bytes(&self) -> usize {
         self.reservation.size()
     }
 
@@ -181,7 +177,7 @@ fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
     }
 }
 
-impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
+impl<C: ValueCodec> MapTable for MapCore<C> {
     type Codec = C;
 
     fn name(&self) -> &str {
@@ -377,22 +373,19 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
             return Ok(0);
         }
         let now = self.now();
-        let (lower, upper) = full_key_bounds(prefix, range);
         let Self {
             groups,
             ttl,
             epoch,
             dirty_in_bundle,
             buried,
+            scratch,
             ..
         } = self;
         let Some(group) = groups.get_mut(index) else {
             return Ok(0);
         };
-        let bounds = (
-            lower.as_ref().map(Vec::as_slice),
-            upper.as_ref().map(Vec::as_slice),
-        );
+        let bounds = full_key_bounds_in(scratch, prefix, range);
         let mut removed = 0;
         for (key, entry) in group.range_mut::<[u8], _>(bounds) {
             if !entry.live {
@@ -426,19 +419,22 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
         }
         let now = self.now();
         let ttl = self.ttl;
-        let (lower, upper) = full_key_bounds(prefix, range);
-        let Some(group) = self.groups.get(index) else {
+        let Self {
+            groups, scratch, ..
+        } = self;
+        let Some(group) = groups.get(index) else {
             return Ok(());
         };
-        let bounds = (
-            lower.as_ref().map(Vec::as_slice),
-            upper.as_ref().map(Vec::as_slice),
-        );
+        // Bounds in the table's scratch buffer: a scan allocates nothing.
+        let bounds = full_key_bounds_in(scratch, prefix, range);
+        let skip = prefix.len();
         let mut step = |key: &[u8], entry: &Entry<C::Value>| {
-            if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
+            if !entry.live
+                || (ttl.is_some() && !ttl_scan_visible(ttl.as_ref(), entry.last_access, now))
+            {
                 return ControlFlow::Continue(());
             }
-            visit(key.get(prefix.len()..).unwrap_or_default(), &entry.value)
+            visit(key.get(skip..).unwrap_or_default(), &entry.value)
         };
         let entries = group.range::<[u8], _>(bounds);
         let _ = match direction {
@@ -508,7 +504,7 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
     }
 }
 
-impl<C: ValueCodec> CanonicalTable for MemoryMapTable<C> {
+impl<C: ValueCodec> CanonicalTable for MapCore<C> {
     fn table_name(&self) -> &str {
         &self.name
     }
@@ -614,13 +610,13 @@ mod tests {
 
     use super::*;
 
-    fn table(pool: Arc<dyn MemoryPool>) -> MemoryMapTable<I64Codec> {
+    fn table(pool: Arc<dyn MemoryPool>) -> MapCore<I64Codec> {
         let mp = MaxParallelism::new(8).unwrap();
         let config = StoreConfig::try_new(mp, mp.key_groups())
             .unwrap()
             .with_memory_pool(pool)
             .with_clock(Arc::new(ManualClock::new(0)));
-        MemoryMapTable::new("m", I64Codec, None, &config)
+        MapCore::new("m", I64Codec, None, &config)
     }
 
     #[test]

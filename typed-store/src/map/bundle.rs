@@ -1,0 +1,361 @@
+//! The bundle operations of the map table ([`MapTable`]).
+
+use std::ops::{Bound, ControlFlow};
+use std::sync::atomic::Ordering;
+
+use keygroup::{KeyGroup, KeyGroupRange};
+use rocksdb::WriteBatch;
+use state_api::{
+    MapHydration, MapTable, Result, ScanDirection, SweepProgress, TableStats, TtlRead,
+    UserKeyRange, ValueCodec, ttl_read, ttl_scan_visible,
+};
+
+use crate::error::rocks_api;
+use crate::format::{composite_key, encode_stored_values};
+use crate::sweep::sweep_column_family;
+
+use super::scan::{ReadBatch, rocks_bounds};
+use super::{Entry, RANGE_DELETE_MIN_ENTRIES, RocksMapTable, entry_cost};
+
+impl<C: ValueCodec> MapTable for RocksMapTable<C> {
+    type Codec = C;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_groups(&self) -> KeyGroupRange {
+        self.key_groups
+    }
+
+    fn begin_bundle(&mut self, hydrate: MapHydration<'_>) -> Result<()> {
+        self.bundle.check_begin("begin_bundle")?;
+        for (key_group, _) in hydrate.prefixes {
+            self.check_key_group(*key_group)?;
+        }
+        for (key_group, _, _) in hydrate.entries {
+            self.check_key_group(*key_group)?;
+        }
+        self.entries.clear();
+        self.hydrated.clear();
+        self.range_deletes.clear();
+        self.reservation.free();
+        if let Err(e) = self.hydrate(hydrate) {
+            self.end_bundle();
+            return Err(e);
+        }
+        self.bundle.begin("begin_bundle")?;
+        self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn get(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<&C::Value>> {
+        self.check_bundle("get", true)?;
+        self.check_key_group(key_group)?;
+        self.set_keys(key_group, prefix, user_key);
+        self.resident()?;
+        let now = self.now();
+        let ttl = self.ttl;
+        let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) else {
+            return Ok(None);
+        };
+        if !entry.live {
+            return Ok(None);
+        }
+        let read = ttl_read(ttl.as_ref(), entry.last_access, now);
+        if read.clears() {
+            entry.live = false;
+            entry.dirty = true;
+        } else if read == TtlRead::LiveRefresh {
+            entry.last_access = now;
+            entry.dirty = true;
+        }
+        if read.returns_value() {
+            Ok(entry.value.as_ref())
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn put(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        user_key: &[u8],
+        value: C::Value,
+    ) -> Result<()> {
+        self.check_bundle("put", true)?;
+        self.check_key_group(key_group)?;
+        self.set_keys(key_group, prefix, user_key);
+        let now = self.now();
+        let needed = entry_cost(&self.codec, self.scratch.len(), Some(&value));
+        let previous = self
+            .entries
+            .get(self.scratch.as_slice())
+            .map_or(0, |e| e.reserved);
+        if needed > previous {
+            self.reservation.try_grow(needed - previous)?;
+        } else {
+            self.reservation.shrink(previous - needed);
+        }
+        let entry = match self.entries.get_mut(self.scratch.as_slice()) {
+            Some(entry) => entry,
+            None => self
+                .entries
+                .entry(self.scratch.clone())
+                .or_insert_with(Entry::absent),
+        };
+        entry.value = Some(value);
+        entry.live = true;
+        entry.last_access = now;
+        entry.dirty = true;
+        entry.reserved = needed;
+        Ok(())
+    }
+
+    fn update<R>(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        user_key: &[u8],
+        f: impl FnOnce(&mut C::Value) -> R,
+    ) -> Result<Option<R>> {
+        self.check_bundle("update", true)?;
+        self.check_key_group(key_group)?;
+        self.set_keys(key_group, prefix, user_key);
+        self.resident()?;
+        let now = self.now();
+        let bounded = self.reservation.pool().capacity().is_some();
+        let Self {
+            entries,
+            scratch,
+            codec,
+            reservation,
+            ttl,
+            ..
+        } = self;
+        let Some(entry) = entries.get_mut(scratch.as_slice()) else {
+            return Ok(None);
+        };
+        if !entry.live {
+            return Ok(None);
+        }
+        // Visible as a scan sees it (memory-store's rule): an expired entry only under
+        // `ReturnExpiredIfNotCleanedUp`, and the update then refreshes it.
+        if !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
+            return Ok(None);
+        }
+        let Some(value) = entry.value.as_mut() else {
+            return Ok(None);
+        };
+        let before = codec.heap_size(value);
+        let backup = bounded.then(|| value.clone());
+        let out = f(value);
+        let after = codec.heap_size(value);
+        if after > before {
+            if let Err(e) = reservation.try_grow(after - before) {
+                if let Some(backup) = backup {
+                    *value = backup;
+                }
+                return Err(e);
+            }
+            entry.reserved += after - before;
+        } else {
+            let freed = (before - after).min(entry.reserved);
+            reservation.shrink(freed);
+            entry.reserved -= freed;
+        }
+        entry.last_access = now;
+        entry.dirty = true;
+        Ok(Some(out))
+    }
+
+    fn remove(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) -> Result<()> {
+        self.check_bundle("remove", true)?;
+        self.check_key_group(key_group)?;
+        self.set_keys(key_group, prefix, user_key);
+        self.resident()?;
+        let mut freed = 0;
+        if let Some(entry) = self.entries.get_mut(self.scratch.as_slice())
+            && entry.live
+        {
+            entry.live = false;
+            entry.dirty = true;
+            if let Some(value) = entry.value.take() {
+                freed = self.codec.heap_size(&value).min(entry.reserved);
+                entry.reserved -= freed;
+            }
+        }
+        self.reservation.shrink(freed);
+        Ok(())
+    }
+
+    /// Every entry of the range becomes a delete of the bundle (committed as one
+    /// `delete_range_cf` from 16 entries on). The committed keys of a prefix that is not
+    /// hydrated are listed with one iterator seek first (nothing changes when that read
+    /// fails).
+    fn remove_range(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        range: UserKeyRange<'_>,
+    ) -> Result<u64> {
+        self.check_bundle("remove_range", true)?;
+        self.check_key_group(key_group)?;
+        let mut full_prefix = Vec::new();
+        composite_key(&mut full_prefix, key_group, self.prefix_bytes, prefix);
+        let Some((lo, hi)) = rocks_bounds(&full_prefix, range) else {
+            return Ok(0);
+        };
+        let now = self.now();
+        let ttl = self.ttl;
+        let committed = if self.hydrated.contains(&full_prefix) {
+            Vec::new()
+        } else {
+            self.stats.point_hydrations += 1;
+            self.committed_keys(&lo, hi.as_deref())?
+        };
+        let mut removed = 0_u64;
+        let upper = hi.clone().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut freed = 0;
+        let mut overlay_deleted = 0;
+        for (_, entry) in self.entries.range_mut((Bound::Included(lo.clone()), upper)) {
+            if !entry.live {
+                continue;
+            }
+            overlay_deleted += 1;
+            if ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
+                removed += 1;
+            }
+            entry.live = false;
+            entry.dirty = true;
+            if let Some(value) = entry.value.take() {
+                let heap = self.codec.heap_size(&value).min(entry.reserved);
+                entry.reserved -= heap;
+                freed += heap;
+            }
+        }
+        self.reservation.shrink(freed);
+        if let Some(hi) = &hi
+            && overlay_deleted + committed.len() >= RANGE_DELETE_MIN_ENTRIES
+        {
+            self.range_deletes.push((lo.clone(), hi.clone()));
+        }
+        for (key, ts) in committed {
+            if ttl_scan_visible(ttl.as_ref(), ts, now) {
+                removed += 1;
+            }
+            let mut entry = Entry::absent();
+            entry.dirty = true;
+            self.admit(key, entry);
+        }
+        Ok(removed)
+    }
+
+    fn scan<F>(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        range: UserKeyRange<'_>,
+        direction: ScanDirection,
+        visit: &mut F,
+    ) -> Result<()>
+    where
+        F: FnMut(&[u8], &C::Value) -> ControlFlow<()> + ?Sized,
+    {
+        self.check_bundle("scan", true)?;
+        self.check_key_group(key_group)?;
+        // The full prefix and the read buffers are the table's, reused by every scan.
+        let mut full_prefix = std::mem::take(&mut self.prefix_scratch);
+        composite_key(&mut full_prefix, key_group, self.prefix_bytes, prefix);
+        let mut batch = std::mem::take(&mut self.scan_batch);
+        let scanned = self.scan_merged(&full_prefix, &mut batch, range, direction, visit);
+        self.prefix_scratch = full_prefix;
+        self.scan_batch = batch;
+        scanned
+    }
+
+    fn commit_bundle(&mut self) -> Result<()> {
+        self.check_bundle("commit_bundle", true)?;
+        let mut written = 0_u64;
+        {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            let mut puts: Vec<(i64, &C::Value)> = Vec::new();
+            for entry in self.entries.values() {
+                if entry.dirty
+                    && entry.live
+                    && let Some(value) = &entry.value
+                {
+                    puts.push((entry.last_access, value));
+                }
+            }
+            let mut encoded = ReadBatch::default();
+            encode_stored_values(&self.name, &self.rows, &self.codec, &puts, |_, bytes| {
+                encoded.push(&[], bytes);
+            })?;
+            let mut values = encoded.values();
+            let mut batch = WriteBatch::default();
+            // Range deletes first: the puts after them in the batch carry later sequence
+            // numbers, so an entry put after a range remove survives it.
+            for (lower, upper) in &self.range_deletes {
+                batch.delete_range_cf(&cf, lower, upper);
+            }
+            let covered = |key: &[u8]| {
+                self.range_deletes
+                    .iter()
+                    .any(|(lower, upper)| lower.as_slice() <= key && key < upper.as_slice())
+            };
+            for (key, entry) in &self.entries {
+                if !entry.dirty {
+                    continue;
+                }
+                written += 1;
+                if entry.live && entry.value.is_some() {
+                    if let Some(bytes) = values.next() {
+                        batch.put_cf(&cf, key, bytes);
+                    }
+                } else if !covered(key) {
+                    batch.delete_cf(&cf, key);
+                }
+            }
+            if !batch.is_empty() {
+                st.db
+                    .write_opt(batch, &self.shared.write_options)
+                    .map_err(rocks_api("commit"))?;
+            }
+        }
+        self.stats.written_keys += written;
+        self.stats.bundles += 1;
+        self.end_bundle();
+        Ok(())
+    }
+
+    /// One step of `sweep_column_family`: at most `4 * max_entries` (at least 64) entries
+    /// scanned from a cursor, the expired ones among them deleted (at most `max_entries`) in
+    /// one write batch; a table without TTL has nothing to sweep.
+    fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
+        self.check_bundle("sweep_expired", false)?;
+        let Some(ttl) = self.ttl else {
+            return Ok(SweepProgress::nothing_to_sweep());
+        };
+        let now = self.clock.now_millis();
+        sweep_column_family(
+            &self.shared,
+            &self.name,
+            &ttl,
+            now,
+            &mut self.sweep_cursor,
+            max_entries,
+        )
+    }
+
+    fn stats(&self) -> TableStats {
+        self.stats
+    }
+}

@@ -1,0 +1,105 @@
+//! The reads of `begin_bundle`: one iterator seek per named prefix, one batched read of the
+//! named entries, one decode of everything.
+
+use std::collections::HashSet;
+
+use rocksdb::ReadOptions;
+use state_api::{MapHydration, Result, ValueCodec};
+
+use crate::error::rocks_api;
+use crate::format::composite_key;
+
+use super::scan::ReadBatch;
+use super::{Entry, RocksMapTable};
+
+impl<C: ValueCodec> RocksMapTable<C> {
+    /// Every read of `begin_bundle`: one iterator seek per distinct prefix, one batched read
+    /// of the single entries not covered by a prefix, one decode of everything.
+    pub(super) fn hydrate(&mut self, hydrate: MapHydration<'_>) -> Result<()> {
+        let mut prefixes: Vec<Vec<u8>> = hydrate
+            .prefixes
+            .iter()
+            .map(|(kg, p)| {
+                let mut full = Vec::new();
+                composite_key(&mut full, *kg, self.prefix_bytes, p);
+                full
+            })
+            .collect();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        let covered: HashSet<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
+        let mut singles: Vec<Vec<u8>> = Vec::new();
+        for (kg, prefix, user_key) in hydrate.entries {
+            composite_key(&mut self.prefix_scratch, *kg, self.prefix_bytes, prefix);
+            if covered.contains(self.prefix_scratch.as_slice()) {
+                continue;
+            }
+            let mut full = self.prefix_scratch.clone();
+            full.extend_from_slice(user_key);
+            singles.push(full);
+        }
+        drop(covered);
+        singles.sort_unstable();
+        singles.dedup();
+        if prefixes.is_empty() && singles.is_empty() {
+            return Ok(());
+        }
+
+        let mut scanned = ReadBatch::default();
+        let decoded = {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            for full in &prefixes {
+                let mut options = ReadOptions::default();
+                if let Some(upper) = state_api::prefix_successor(full) {
+                    options.set_iterate_upper_bound(upper);
+                }
+                let mut iter = st.db.raw_iterator_cf_opt(&cf, options);
+                iter.seek(full);
+                while let Some((key, value)) = iter.item() {
+                    scanned.push(key, value);
+                    iter.next();
+                }
+                iter.status().map_err(rocks_api("prefix hydration"))?;
+            }
+            let results = if singles.is_empty() {
+                Vec::new()
+            } else {
+                st.db.batched_multi_get_cf(&cf, &singles, true)
+            };
+            let mut hits = Vec::with_capacity(results.len());
+            let mut pinned = Vec::with_capacity(results.len());
+            for (i, result) in results.into_iter().enumerate() {
+                if let Some(slice) = result.map_err(rocks_api("batched read"))? {
+                    hits.push(i);
+                    pinned.push(slice);
+                }
+            }
+            let stored: Vec<&[u8]> = scanned
+                .values()
+                .chain(pinned.iter().map(|s| &**s))
+                .collect();
+            let decoded = self.decode(stored.iter().copied())?;
+            (hits, decoded)
+        };
+        let (hits, (timestamps, values)) = decoded;
+        self.stats.hydration_batches += 1;
+        self.stats.hydrated_keys += (singles.len() + scanned.len()) as u64;
+        let mut decoded = timestamps.into_iter().zip(values);
+        for key in scanned.keys() {
+            if let Some((ts, value)) = decoded.next() {
+                self.admit(key.to_vec(), Entry::stored(ts, value));
+            }
+        }
+        let mut found = hits.into_iter().zip(decoded).peekable();
+        for (i, key) in singles.into_iter().enumerate() {
+            let entry = match found.next_if(|(hit, _)| *hit == i) {
+                Some((_, (ts, value))) => Entry::stored(ts, value),
+                None => Entry::absent(),
+            };
+            self.admit(key, entry);
+        }
+        self.hydrated.extend(prefixes);
+        Ok(())
+    }
+}

@@ -1,0 +1,325 @@
+//! The RocksDB map table: Flink's `MapState` layout in its own column family, a per-bundle
+//! working set, and ordered scans merging committed state with the bundle's writes. By
+//! concern: the table, its working-set entries and point hydration here; the bundle
+//! operations (`MapTable`) in `bundle.rs`; `begin_bundle`'s reads in `hydrate.rs`; the
+//! merged scan and committed-range reads in `scan.rs`; canonical export and restore in
+//! `restore.rs`.
+
+mod bundle;
+mod hydrate;
+mod restore;
+mod scan;
+
+use scan::ReadBatch;
+#[cfg(doc)]
+use state_api::{Error, MapTable};
+
+use std::collections::{BTreeMap, HashSet};
+use std::mem::size_of;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use arrow_schema::SchemaRef;
+use keygroup::{KeyGroup, KeyGroupRange};
+use state_api::{
+    BundlePhase, Clock, MapStateStore, MemoryReservation, Result, StoreConfig, TableStats,
+    TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
+};
+
+use crate::error::rocks_api;
+use crate::format::{RowCodec, composite_key, decode_stored_values, map_columns, prefix_bytes};
+use crate::store::{RocksStore, Shared};
+
+/// A `remove_range` that deletes at least this many entries is committed as one
+/// `delete_range_cf` instead of per-key deletes: later seeks into a prefix cleared with
+/// per-key deletes step over every point tombstone until a compaction drops them (the
+/// `remove_range` figures in the README).
+const RANGE_DELETE_MIN_ENTRIES: usize = 16;
+
+/// One entry of the bundle's working set.
+#[derive(Debug)]
+struct Entry<V> {
+    /// The value (kept after an expired read under `ReturnExpiredIfNotCleanedUp`).
+    value: Option<V>,
+    /// Whether the entry is present (not removed, not cleared as expired).
+    live: bool,
+    last_access: i64,
+    /// Whether commit writes it (a put when live, else a delete).
+    dirty: bool,
+    /// Bytes reserved from the pool for it.
+    reserved: usize,
+}
+
+impl<V> Entry<V> {
+    fn absent() -> Self {
+        Self {
+            value: None,
+            live: false,
+            last_access: 0,
+            dirty: false,
+            reserved: 0,
+        }
+    }
+
+    fn stored(last_access: i64, value: V) -> Self {
+        Self {
+            value: Some(value),
+            live: true,
+            last_access,
+            dirty: false,
+            reserved: 0,
+        }
+    }
+}
+
+/// Bytes a resident entry reserves: key, entry and the value's heap bytes.
+fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>) -> usize {
+    key_len + size_of::<Entry<C::Value>>() + value.map_or(0, |v| codec.heap_size(v))
+}
+
+/// A map table stored in its own RocksDB column family.
+///
+/// # Stored layout
+///
+/// One column family per map table. Key: `key-group prefix ‖ prefix ‖ user key` (the prefix
+/// is the operator's key ‖ namespace as `keygroup::CompositeKeyBuilder` builds it without
+/// its key-group prefix, the user key the map key's bytes), so that an entry's key is the
+/// RocksDB key Flink's `RocksDBMapState` writes when the caller passes Flink's serialized
+/// user key. Value: exactly a keyed table's value (8-byte big-endian TTL timestamp +
+/// arrow-row bytes, see the crate docs), encoded and checked by the same code.
+///
+/// Worked example: max parallelism 128, key group 5, prefix `k\0` (key `k`, void
+/// namespace), user key `u`, timestamp 0, an `I64Codec` value 7: key `05 6b 00 75`, value
+/// `00 00 00 00 00 00 00 00 01 80 00 00 00 00 00 00 07`.
+///
+/// # Behaviour
+///
+/// - [`begin_bundle`](MapTable::begin_bundle) reads each named prefix with **one** iterator
+///   seek (`iterate_upper_bound` at the prefix's successor) and the named single entries with
+///   **one** `batched_multi_get_cf` (sorted keys), and decodes everything it read with one
+///   arrow-row conversion and one [`ValueCodec::decode`] into the bundle's working set (an
+///   ordered map of full keys).
+/// - Point reads of entries not hydrated are one `get_pinned_cf` each
+///   ([`TableStats::point_hydrations`]); a named prefix answers misses without a read.
+/// - [`scan`](MapTable::scan) of a hydrated prefix is served from memory; otherwise it merges
+///   a RocksDB iterator (forward: `seek` to the lower bound; reverse: `seek_to_last` under
+///   the upper bound; both bounds set on the `ReadOptions`, `status()` checked when the
+///   iterator ends) with the working set's writes, removes and range removes, decoding
+///   committed values in batches (1, then 16, 256, 256, …) and skipping entries the
+///   working set shadows or TTL hides before decoding; a scan that reads RocksDB counts one
+///   point hydration.
+/// - [`remove_range`](MapTable::remove_range) turns every entry of the range into a delete
+///   of the bundle's working set (reads in the bundle see it at once); the commit writes one
+///   `delete_range_cf` for a range of at least 16 entries and per-key deletes below (see the
+///   crate README for the measurement).
+/// - [`update`](MapTable::update) changes the value in place; with a bounded pool a copy is
+///   kept to undo a change the pool refuses.
+/// - [`commit_bundle`](MapTable::commit_bundle) encodes the dirty values with one encode and
+///   one arrow-row conversion and writes every dirty entry once, in key order, in one
+///   `WriteBatch` with the WAL off; the working set is then dropped.
+/// - Memory: every resident entry reserves `key + size_of::<Entry<V>>() + heap_size` from the
+///   pool until the bundle ends; a `put` the pool refuses is [`Error::MemoryExhausted`] and
+///   changes nothing; hydrated entries the pool refuses are kept unreserved for the bundle.
+/// - TTL: as [`MapTable`] documents; the TTL compaction filter of the store applies to the
+///   table's column family, and [`sweep_expired`](MapTable::sweep_expired) is a bounded scan.
+pub struct RocksMapTable<C: ValueCodec> {
+    name: String,
+    codec: C,
+    ttl: Option<TtlConfig>,
+    max_parallelism: keygroup::MaxParallelism,
+    schema: SchemaRef,
+    key_groups: KeyGroupRange,
+    prefix_bytes: usize,
+    clock: Arc<dyn Clock>,
+    shared: Arc<Shared>,
+    rows: RowCodec,
+    /// The bundle's working set by full key (key-group prefix ‖ prefix ‖ user key).
+    entries: BTreeMap<Vec<u8>, Entry<C::Value>>,
+    /// Full prefixes (key-group prefix ‖ prefix) whose committed entries are all resident.
+    hydrated: HashSet<Vec<u8>>,
+    /// Ranges `[lower, upper)` of full keys the bundle cleared of at least
+    /// [`RANGE_DELETE_MIN_ENTRIES`] entries: committed with one `delete_range_cf` each.
+    range_deletes: Vec<(Vec<u8>, Vec<u8>)>,
+    bundle: BundlePhase,
+    scratch: Vec<u8>,
+    prefix_scratch: Vec<u8>,
+    /// The read buffers of scans, kept between scans (at most [`SCAN_BATCH_MAX`] entries).
+    scan_batch: ReadBatch,
+    reservation: MemoryReservation,
+    staged_cf: Option<String>,
+    sweep_cursor: Option<Vec<u8>>,
+    stats: TableStats,
+}
+
+impl<C: ValueCodec> std::fmt::Debug for RocksMapTable<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksMapTable")
+            .field("name", &self.name)
+            .field("key_groups", &self.key_groups)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: ValueCodec> RocksMapTable<C> {
+    fn new(
+        name: &str,
+        codec: C,
+        ttl: Option<TtlConfig>,
+        config: &StoreConfig,
+        shared: Arc<Shared>,
+    ) -> Result<Self> {
+        let fields = codec.fields();
+        let rows = RowCodec::try_new(name, &fields)?;
+        Ok(Self {
+            name: name.to_owned(),
+            schema: canonical_schema(&fields),
+            codec,
+            ttl,
+            key_groups: config.key_groups(),
+            prefix_bytes: prefix_bytes(config.max_parallelism()),
+            max_parallelism: config.max_parallelism(),
+            clock: Arc::clone(config.clock()),
+            shared,
+            rows,
+            entries: BTreeMap::new(),
+            hydrated: HashSet::new(),
+            range_deletes: Vec::new(),
+            bundle: BundlePhase::default(),
+            scratch: Vec::new(),
+            prefix_scratch: Vec::new(),
+            scan_batch: ReadBatch::default(),
+            reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
+            staged_cf: None,
+            sweep_cursor: None,
+            stats: TableStats::default(),
+        })
+    }
+
+    /// Bytes this table currently holds from the memory pool (the bundle's working set).
+    pub fn reserved_bytes(&self) -> usize {
+        self.reservation.size()
+    }
+
+    fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
+        if requires_open {
+            self.bundle.require_open(operation)
+        } else {
+            self.bundle.require_closed(operation)
+        }
+    }
+
+    fn check_key_group(&self, key_group: KeyGroup) -> Result<()> {
+        key_group_offset(self.key_groups, key_group).map(drop)
+    }
+
+    fn now(&self) -> i64 {
+        ttl_now(self.ttl.as_ref(), &*self.clock)
+    }
+
+    /// Writes the full key of (`key_group`, `prefix`, `user_key`) into `scratch` and the full
+    /// prefix into `prefix_scratch`.
+    fn set_keys(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) {
+        composite_key(
+            &mut self.prefix_scratch,
+            key_group,
+            self.prefix_bytes,
+            prefix,
+        );
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&self.prefix_scratch);
+        self.scratch.extend_from_slice(user_key);
+    }
+
+    /// Decodes stored values with one arrow-row conversion and one codec call.
+    fn decode<'a>(
+        &self,
+        stored: impl ExactSizeIterator<Item = &'a [u8]>,
+    ) -> Result<(Vec<i64>, Vec<C::Value>)> {
+        decode_stored_values(&self.name, &self.rows, &self.codec, stored)
+    }
+
+    /// Inserts a hydrated entry, reserving its memory when the pool grants it.
+    fn admit(&mut self, key: Vec<u8>, mut entry: Entry<C::Value>) {
+        let cost = entry_cost(&self.codec, key.len(), entry.value.as_ref());
+        if self.reservation.try_grow(cost).is_ok() {
+            entry.reserved = cost;
+        }
+        if let Some(old) = self.entries.insert(key, entry) {
+            self.reservation.shrink(old.reserved);
+        }
+    }
+
+    /// Makes the entry whose full key is in `scratch` resident (one point read unless its
+    /// prefix is hydrated).
+    fn resident(&mut self) -> Result<()> {
+        if self.entries.contains_key(self.scratch.as_slice())
+            || self.hydrated.contains(self.prefix_scratch.as_slice())
+        {
+            return Ok(());
+        }
+        let stored = {
+            let st = self.shared.read();
+            let cf = st.table_cf(&self.name)?;
+            st.db
+                .get_pinned_cf(&cf, &self.scratch)
+                .map_err(rocks_api("point read"))?
+                .map(|v| v.to_vec())
+        };
+        self.stats.point_hydrations += 1;
+        let entry = match stored {
+            None => Entry::absent(),
+            Some(bytes) => {
+                let (mut ts, mut values) = self.decode([bytes.as_slice()].into_iter())?;
+                match (ts.pop(), values.pop()) {
+                    (Some(ts), Some(value)) => Entry::stored(ts, value),
+                    _ => Entry::absent(),
+                }
+            }
+        };
+        self.admit(self.scratch.clone(), entry);
+        Ok(())
+    }
+
+    /// Drops the working set and its reservation, and closes the bundle.
+    fn end_bundle(&mut self) {
+        self.entries.clear();
+        self.hydrated.clear();
+        self.range_deletes.clear();
+        self.reservation.free();
+        if self.bundle.is_open() {
+            self.bundle = BundlePhase::default();
+            self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl<C: ValueCodec> Drop for RocksMapTable<C> {
+    fn drop(&mut self) {
+        self.end_bundle();
+        if let Some(cf) = self.staged_cf.take() {
+            self.shared.drop_cf(&cf);
+        }
+    }
+}
+
+impl MapStateStore for RocksStore {
+    type MapTable<C: ValueCodec> = RocksMapTable<C>;
+
+    /// Opens the map table `name` in its own column family (created when new; its stored
+    /// columns are checked against the codec's when it exists).
+    fn open_map_table<C: ValueCodec>(
+        &mut self,
+        name: &str,
+        codec: C,
+        ttl: Option<TtlConfig>,
+    ) -> Result<RocksMapTable<C>> {
+        self.names.check_free(name)?;
+        let fields = codec.fields();
+        RowCodec::try_new(name, &fields)?;
+        self.register_table(name, &map_columns(&fields), ttl)?;
+        let table = RocksMapTable::new(name, codec, ttl, &self.config, Arc::clone(&self.shared))?;
+        self.names.register(name)?;
+        Ok(table)
+    }
+}
