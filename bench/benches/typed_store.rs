@@ -8,8 +8,9 @@
 //!   key-value bytes; index and filter blocks stay resident in the table readers).
 //! - `commit/<variant>`: one 1000-record bundle of a Zipf(1.0) stream of 1M updates over 100k
 //!   keys (each record: read the key's count, add one, write it): typed-store write-through
-//!   (one `begin_bundle`, one `WriteBatch` per bundle) vs per-record `get_pinned_cf` +
-//!   `put` with the same value bytes (Flink's RocksDB access pattern) vs memory-store.
+//!   (`with_write_behind(0)`: one `begin_bundle`, one `WriteBatch` per bundle) and with its
+//!   default write-behind buffer vs per-record `get_pinned_cf` + `put` with the same value
+//!   bytes (Flink's RocksDB access pattern) vs memory-store.
 //! - `restore_load/<variant>`: bulk-loading 200k sorted entries into a fresh column family
 //!   with 8 MiB write batches (WAL off) vs an SST file + `ingest_external_file_cf`.
 //!

@@ -243,12 +243,11 @@ impl Columns {
         self.a.len()
     }
 
+    /// The columns of the bundle, leaving empty columns of the same capacity (so the next
+    /// bundle's pushes do not regrow them from nothing).
     fn take(&mut self) -> Vec<Vec<i64>> {
-        let cols = vec![
-            std::mem::take(&mut self.a),
-            std::mem::take(&mut self.b),
-            std::mem::take(&mut self.c),
-        ];
+        let fresh = |col: &mut Vec<i64>| std::mem::replace(col, Vec::with_capacity(col.len()));
+        let cols = vec![fresh(&mut self.a), fresh(&mut self.b), fresh(&mut self.c)];
         cols.into_iter().filter(|c| !c.is_empty()).collect()
     }
 }

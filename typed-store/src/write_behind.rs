@@ -18,8 +18,8 @@
 //! is the same either way: a crashed store is discarded and state comes back from the last
 //! checkpoint.
 //!
-//! Memory: each entry reserves `key length + ENTRY_OVERHEAD + value capacity` from the
-//! store's memory pool. The buffer is shared by the table and its store (by table name), so
+//! Memory: each entry reserves `key length + ENTRY_OVERHEAD + heap bytes` from the store's
+//! memory pool (a stored value of up to 46 bytes lives inside its entry: no heap bytes). The buffer is shared by the table and its store (by table name), so
 //! that the store's flush points (checkpoint, close) reach it whichever handle is used.
 
 use std::mem::size_of;
@@ -34,12 +34,62 @@ use crate::store::Shared;
 
 /// Bytes an entry costs besides its key and value bytes (the inline key, the `Option<Vec>`
 /// and the hash table's control byte, rounded up).
-pub(crate) const ENTRY_OVERHEAD: usize = size_of::<Key>() + size_of::<Option<Vec<u8>>>() + 8;
+pub(crate) const ENTRY_OVERHEAD: usize = size_of::<Key>() + size_of::<Entry>() + 8;
 
-/// One table's committed, unwritten entries: RocksDB key → stored bytes, or `None` for a
-/// delete.
+/// Stored values up to this many bytes live inside their entry (a W1 accumulator of three
+/// BIGINTs is 35 bytes): staging one touches the entry only, not a second heap block.
+const INLINE_VALUE: usize = 46;
+
+/// A pending write: a delete, or the stored bytes inline or on the heap.
+enum Entry {
+    Delete,
+    Inline(u8, [u8; INLINE_VALUE]),
+    Heap(Vec<u8>),
+}
+
+impl Entry {
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Self::Delete => None,
+            Self::Inline(len, bytes) => bytes.get(..usize::from(*len)),
+            Self::Heap(bytes) => Some(bytes),
+        }
+    }
+
+    /// Heap bytes the entry holds besides itself.
+    fn heap_capacity(&self) -> usize {
+        match self {
+            Self::Heap(bytes) => bytes.capacity(),
+            _ => 0,
+        }
+    }
+
+    /// Sets the entry to `value` (`None`: a delete), reusing a heap buffer that fits.
+    fn set(&mut self, value: Option<&[u8]>) {
+        match value {
+            None => *self = Self::Delete,
+            Some(bytes) if bytes.len() <= INLINE_VALUE => {
+                let mut inline = [0; INLINE_VALUE];
+                if let Some(head) = inline.get_mut(..bytes.len()) {
+                    head.copy_from_slice(bytes);
+                }
+                // `bytes.len() <= INLINE_VALUE < 256`.
+                *self = Self::Inline(u8::try_from(bytes.len()).unwrap_or(u8::MAX), inline);
+            }
+            Some(bytes) => match self {
+                Self::Heap(buffer) if buffer.capacity() >= bytes.len() => {
+                    buffer.clear();
+                    buffer.extend_from_slice(bytes);
+                }
+                _ => *self = Self::Heap(bytes.to_vec()),
+            },
+        }
+    }
+}
+
+/// One table's committed, unwritten entries: RocksDB key → stored bytes, or a delete.
 pub(crate) struct WriteBehind {
-    entries: WorkingMap<Option<Vec<u8>>>,
+    entries: WorkingMap<Entry>,
     reservation: MemoryReservation,
     /// What the entries cost ([`entry_cost`]); the reservation is at least this.
     bytes: usize,
@@ -80,10 +130,9 @@ impl WriteBehind {
 
     /// The pending write of `key`, `None` when the buffer does not hold it.
     pub(crate) fn get(&self, key: &[u8]) -> Option<Pending<'_>> {
-        self.entries.get(key).map(|entry| match entry {
-            Some(stored) => Pending::Put(stored),
-            None => Pending::Delete,
-        })
+        self.entries
+            .get(key)
+            .map(|entry| entry.bytes().map_or(Pending::Delete, Pending::Put))
     }
 
     /// Whether nothing is pending.
@@ -117,22 +166,15 @@ impl WriteBehind {
         let mut fresh = false;
         let entry = self.entries.get_or_insert_hashed(hash, key, || {
             fresh = true;
-            None
+            Entry::Delete
         });
         let before = if fresh {
             0
         } else {
-            entry_cost(key, entry.as_ref().map_or(0, Vec::capacity))
+            entry_cost(key, entry.heap_capacity())
         };
-        match (value, entry.as_mut()) {
-            (Some(bytes), Some(buffer)) if buffer.capacity() >= bytes.len() => {
-                buffer.clear();
-                buffer.extend_from_slice(bytes);
-            }
-            (Some(bytes), _) => *entry = Some(bytes.to_vec()),
-            (None, _) => *entry = None,
-        }
-        let after = entry_cost(key, entry.as_ref().map_or(0, Vec::capacity));
+        entry.set(value);
+        let after = entry_cost(key, entry.heap_capacity());
         self.bytes = (self.bytes + after).saturating_sub(before);
     }
 
@@ -156,15 +198,15 @@ impl WriteBehind {
         if self.entries.is_empty() {
             return Ok(());
         }
-        let mut ordered: Vec<(&Key, &Option<Vec<u8>>)> = self.entries.iter().collect();
+        let mut ordered: Vec<(&Key, &Entry)> = self.entries.iter().collect();
         ordered.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let count = ordered.len() as u64;
         {
             let st = shared.read();
             let cf = st.table_cf(table)?;
             let mut batch = WriteBatch::default();
-            for (key, value) in ordered {
-                match value {
+            for (key, entry) in ordered {
+                match entry.bytes() {
                     Some(bytes) => batch.put_cf(&cf, key.as_bytes(), bytes),
                     None => batch.delete_cf(&cf, key.as_bytes()),
                 }
@@ -195,4 +237,62 @@ fn entry_cost(key: &[u8], capacity: usize) -> usize {
 /// The most that staging `key` with a value of `value_len` bytes can add to the buffer's cost.
 pub(crate) fn entry_bound(key: &[u8], value_len: usize) -> usize {
     entry_cost(key, value_len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_move_between_inline_heap_and_delete() {
+        let mut entry = Entry::Delete;
+        assert_eq!(entry.bytes(), None);
+        entry.set(Some(&[7; INLINE_VALUE]));
+        assert_eq!(entry.bytes(), Some(&[7; INLINE_VALUE][..]));
+        assert_eq!(entry.heap_capacity(), 0, "inline up to the limit");
+        entry.set(Some(&[8; INLINE_VALUE + 1]));
+        assert_eq!(entry.bytes(), Some(&[8; INLINE_VALUE + 1][..]));
+        assert_eq!(entry.heap_capacity(), INLINE_VALUE + 1);
+        entry.set(Some(&[9; INLINE_VALUE + 1]));
+        assert_eq!(
+            entry.heap_capacity(),
+            INLINE_VALUE + 1,
+            "a fitting buffer is reused"
+        );
+        entry.set(Some(b"abc"));
+        assert_eq!(
+            (entry.bytes(), entry.heap_capacity()),
+            (Some(&b"abc"[..]), 0)
+        );
+        entry.set(None);
+        assert_eq!(entry.bytes(), None);
+        entry.set(Some(b""));
+        assert_eq!(
+            entry.bytes(),
+            Some(&b""[..]),
+            "an empty value is a put, not a delete"
+        );
+    }
+
+    #[test]
+    fn costs_follow_the_entries() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(state_api::UnboundedMemoryPool::new());
+        let mut wb = WriteBehind::new(pool);
+        let key = b"key";
+        assert!(wb.try_reserve(entry_bound(key, 100)));
+        wb.stage(key, Some(&[1; 100]));
+        wb.settle();
+        assert_eq!(wb.bytes, entry_cost(key, 100));
+        assert!(wb.try_reserve(entry_bound(key, 10)));
+        wb.stage(key, Some(&[2; 10]));
+        wb.settle();
+        assert_eq!(wb.bytes, entry_cost(key, 0), "now inline");
+        assert_eq!(wb.get(key), Some(Pending::Put(&[2; 10])));
+        wb.stage(key, None);
+        assert_eq!(wb.get(key), Some(Pending::Delete));
+        assert!(wb.over(0) && !wb.over(entry_cost(key, 0)));
+        wb.discard();
+        assert!(wb.is_empty());
+        assert_eq!((wb.bytes, wb.reserved_bytes()), (0, 0));
+    }
 }

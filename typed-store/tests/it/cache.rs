@@ -1,4 +1,4 @@
-//! The working map as a clean write-through cache: keys committed or read in one bundle are
+//! The working map as a clean cache of committed state: keys committed or read in one bundle are
 //! served without a RocksDB read in the next, and the cache never hides RocksDB's state.
 
 use std::sync::Arc;
