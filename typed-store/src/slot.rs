@@ -287,9 +287,9 @@ impl RocksSlot {
 
     /// Sets the write-behind limit of every keyed table of the slot's stores: committed
     /// values are buffered in host memory (charged to the store's memory pool) up to `bytes`
-    /// per table and written to RocksDB when the buffer is full, the pool refuses its growth,
-    /// or something reads RocksDB as a whole (native checkpoint, canonical export, TTL sweep,
-    /// closing the store). A key committed in many bundles is written once per flush instead
+    /// per table and written to RocksDB when the buffer is full, the pool refuses its growth
+    /// or is left more than half used by a commit, or something reads RocksDB as a whole
+    /// (native checkpoint, canonical export, TTL sweep, closing the store). A key committed in many bundles is written once per flush instead
     /// of once per bundle. `0` writes every commit through to RocksDB (one `WriteBatch` per
     /// bundle). Defaults to [`DEFAULT_WRITE_BEHIND_BYTES`]. See the crate README for
     /// measurements.

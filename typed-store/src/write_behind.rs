@@ -5,8 +5,9 @@
 //! replaces its entry in place. The buffer reaches RocksDB in one `WriteBatch`, keys in
 //! ascending order, when
 //!
-//! - it holds more than its limit (`RocksSlot::with_write_behind`) or the memory pool refuses
-//!   its growth,
+//! - it holds more than its limit (`RocksSlot::with_write_behind`), the memory pool refuses
+//!   its growth, or a commit leaves a bounded pool more than half used (so that buffers never
+//!   starve restores, snapshots and caches of the stores sharing the pool),
 //! - anything reads RocksDB as a whole: a native checkpoint (every table of the store), a
 //!   canonical export, a TTL sweep, `RocksStore::flush_table` / `compact_table`,
 //! - the store closes (the last handle of the database is dropped).
@@ -185,6 +186,15 @@ impl WriteBehind {
         if reserved > self.bytes {
             self.reservation.shrink(reserved - self.bytes);
         }
+    }
+
+    /// Whether a bounded pool is more than half used: the buffer then writes itself out
+    /// rather than hold memory that restores, snapshots and caches (of every store sharing
+    /// the pool) may need.
+    pub(crate) fn pool_pressed(&self) -> bool {
+        let pool = self.reservation.pool();
+        pool.capacity()
+            .is_some_and(|capacity| pool.used() > capacity / 2)
     }
 
     /// Whether the entries cost more than `limit` bytes.

@@ -75,7 +75,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
 
     /// Puts the dirty keys (`ops` from [`encode_dirty`](Self::encode_dirty)) into the
     /// write-behind buffer, flushing it first when the pool refuses their memory and after
-    /// when it is over its limit. `false` when the pool refuses even with the buffer empty
+    /// when it is over its limit or a bounded pool is more than half used. `false` when the pool refuses even with the buffer empty
     /// (the caller writes the bundle through).
     pub(super) fn stage_write_behind(&self, ops: &[Option<usize>]) -> Result<bool> {
         let bound: usize = self
@@ -100,7 +100,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             pending.stage(key.as_bytes(), op.map(|i| self.encoded_value(i)));
         }
         pending.settle();
-        if pending.over(self.write_behind_limit) {
+        if pending.over(self.write_behind_limit) || pending.pool_pressed() {
             pending.flush(&self.shared, &self.name)?;
         }
         Ok(true)

@@ -187,3 +187,34 @@ fn a_refusing_pool_writes_through_and_counts_every_byte() {
         "store closed: the buffer's reservation is returned"
     );
 }
+
+#[test]
+fn the_buffer_never_fills_a_bounded_pool_past_half() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slot = RocksSlot::try_new(16 << 20).expect("slot");
+    let clock = ManualClock::new(1);
+    let mp = mp128();
+    let capacity = 64 << 10;
+    let pool = Arc::new(BoundedMemoryPool::new(capacity));
+    let config = full_config(mp, &clock).with_memory_pool(pool.clone());
+    let mut store = RocksStore::open(dir.path(), config, &slot).expect("open");
+    let mut t = store.open_table("t", I64Codec, None).expect("table");
+    let keys: Vec<Key> = (0..400).map(|i| key(i, mp)).collect();
+    let mut buffered = false;
+    for chunk in keys.chunks(10) {
+        write_all(&mut t, &puts(chunk, 1));
+        let held = t.write_behind_bytes();
+        buffered |= held > 0;
+        assert!(
+            held == 0 || pool.used() <= capacity / 2,
+            "{held} bytes buffered with {} of {capacity} used",
+            pool.used()
+        );
+    }
+    assert!(buffered, "small commits are buffered");
+    assert!(
+        t.write_behind_flushes().0 >= 1,
+        "pressure flushed the buffer"
+    );
+    assert_eq!(read_all(&mut t, &keys), vec![Some(1); keys.len()]);
+}
