@@ -29,6 +29,24 @@ use crate::ttl_filter::TtlCell;
 pub(crate) const META_CHECKPOINT_KEY_GROUPS_KEY: &[u8] =
     b"sfstate.typed-store.checkpoint-key-groups";
 
+/// Refuses (`InvalidCheckpoint`) a checkpoint in `db` whose recorded key-group range is not
+/// `range` (or that records none: an older binary's).
+pub(crate) fn check_checkpoint_key_groups(
+    db: &crate::store::Db,
+    range: keygroup::KeyGroupRange,
+    path: &Path,
+) -> Result<()> {
+    let recorded = get_meta(db, META_CHECKPOINT_KEY_GROUPS_KEY)?;
+    if recorded.as_deref() == Some(&key_groups_value(range)[..]) {
+        Ok(())
+    } else {
+        Err(Error::InvalidCheckpoint {
+            path: path.to_owned(),
+            reason: "taken from a store owning other key groups (or by an older binary)",
+        })
+    }
+}
+
 /// The value of [`META_CHECKPOINT_KEY_GROUPS_KEY`] for `range`.
 fn key_groups_value(range: keygroup::KeyGroupRange) -> [u8; 8] {
     let mut value = [0; 8];
@@ -265,13 +283,8 @@ impl RocksStore {
             OpenMode::Checkpoint,
         )
         .map_err(invalid)?;
-        let range = get_meta(&fresh.db, META_CHECKPOINT_KEY_GROUPS_KEY).map_err(invalid)?;
-        if range.as_deref() != Some(&key_groups_value(self.config.key_groups())[..]) {
-            return Err(invalid(Error::InvalidCheckpoint {
-                path: snapshot.dir.clone(),
-                reason: "taken from a store owning other key groups (or by an older binary)",
-            }));
-        }
+        check_checkpoint_key_groups(&fresh.db, self.config.key_groups(), &snapshot.dir)
+            .map_err(invalid)?;
         let tables = self
             .shared
             .tables

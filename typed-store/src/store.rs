@@ -14,7 +14,9 @@ use rocksdb::{
 };
 use state_api::{Clock, KeyedStateStore, StoreConfig, TableRegistry, TtlConfig, ValueCodec};
 
-use crate::checkpoint::{RocksCheckpoint, materialise_checkpoint, verify_tables};
+use crate::checkpoint::{
+    RocksCheckpoint, check_checkpoint_key_groups, materialise_checkpoint, verify_tables,
+};
 use crate::error::{Error, Result};
 use crate::format::{
     META_FORMAT_KEY, META_TABLE_CF_PREFIX, META_TABLE_COLUMNS_PREFIX, RowCodec, TABLE_CF_PREFIX,
@@ -485,7 +487,8 @@ impl RocksStore {
     /// back after a crash (with the WAL off, a crashed store's directory is discarded).
     ///
     /// # Errors
-    /// As [`open`](Self::open); I/O failures copying the checkpoint.
+    /// As [`open`](Self::open); I/O failures copying the checkpoint; [`Error::InvalidCheckpoint`]
+    /// for a checkpoint taken by a store of another key-group range (or by an older binary).
     pub fn open_checkpoint(
         checkpoint: &RocksCheckpoint,
         root: impl AsRef<Path>,
@@ -501,7 +504,17 @@ impl RocksStore {
         }
         let live = root.join("live-0");
         let opened = materialise_checkpoint(&checkpoint.dir, &live)
-            .and_then(|()| Self::open_with(root, config, slot, OpenMode::Checkpoint));
+            .and_then(|()| Self::open_with(root, config, slot, OpenMode::Checkpoint))
+            .and_then(|store| {
+                // A checkpoint of another key-group range would hold keys this store never
+                // reads: refused, as `restore_native` does.
+                check_checkpoint_key_groups(
+                    &store.shared.read().db,
+                    store.config.key_groups(),
+                    &checkpoint.dir,
+                )?;
+                Ok(store)
+            });
         if opened.is_err() {
             // Nothing of a refused checkpoint stays behind to be opened later as a store.
             let _ = fs::remove_dir_all(&live);

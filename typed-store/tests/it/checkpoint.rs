@@ -5,8 +5,10 @@ use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use keygroup::KeyGroupRange;
 use state_api::{
     Error as ApiError, I64Codec, KeyedStateStore, KeyedTable, ManualClock, NativeSnapshot,
+    StoreConfig,
 };
 use typed_store::{RocksSlot, RocksStore};
 
@@ -251,4 +253,53 @@ fn damaged_checkpoints_are_refused_and_change_nothing() {
     // The undamaged checkpoint still restores.
     store.restore_native(&good).expect("restore good");
     assert_eq!(read_all(&mut t, &keys), vec![Some(1); keys.len()]);
+}
+
+#[test]
+fn open_checkpoint_refuses_another_key_group_range() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slot = RocksSlot::try_new(16 << 20).expect("slot");
+    let clock = ManualClock::new(1);
+    let mp = mp128();
+    let half = KeyGroupRange::new(0, 63).expect("range");
+    let config = || {
+        StoreConfig::try_new(mp, half)
+            .expect("config")
+            .with_clock(std::sync::Arc::new(clock.clone()))
+    };
+    let mut store = RocksStore::open(dir.path().join("s"), config(), &slot).expect("open");
+    let mut t = store.open_table("t", I64Codec, None).expect("table");
+    let keys: Vec<_> = (0..200)
+        .map(|i| key(i, mp))
+        .filter(|(kg, _)| half.contains(*kg))
+        .collect();
+    write_all(
+        &mut t,
+        &keys
+            .iter()
+            .map(|k| (k.clone(), Some(1)))
+            .collect::<Vec<_>>(),
+    );
+    let checkpoint = store.native_snapshot().expect("checkpoint");
+
+    let err = RocksStore::open_checkpoint(
+        &checkpoint,
+        dir.path().join("full"),
+        full_config(mp, &clock),
+        &slot,
+    )
+    .expect_err("another key-group range");
+    assert!(
+        matches!(err, typed_store::Error::InvalidCheckpoint { .. }),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("full").join("live-0").exists(),
+        "nothing of the refused checkpoint stays behind"
+    );
+    let mut same =
+        RocksStore::open_checkpoint(&checkpoint, dir.path().join("same"), config(), &slot)
+            .expect("same range");
+    let mut r = same.open_table("t", I64Codec, None).expect("table");
+    assert_eq!(read_all(&mut r, &keys), vec![Some(1); keys.len()]);
 }
