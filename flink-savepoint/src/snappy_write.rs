@@ -127,7 +127,7 @@ impl Write for FramedBlock<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     use super::*;
     use crate::metadata::{SavepointMetadata, StreamHandle};
@@ -173,7 +173,9 @@ mod tests {
     /// Every Snappy-framed key-group block of the native operator in a committed Flink
     /// sample: (key group, framed bytes).
     fn flink_blocks(sample: &str) -> Vec<(u32, Vec<u8>)> {
-        let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        // The crate directory at run time (a binary reused from another checkout's build).
+        let dir: PathBuf = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
             .join("../testdata/flink-savepoints")
             .join(sample);
         let meta = SavepointMetadata::read(&dir.join("_metadata")).unwrap();

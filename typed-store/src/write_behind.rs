@@ -151,7 +151,7 @@ impl WriteBehind {
         (self.flushes, self.flushed_keys)
     }
 
-    /// Reserves `upper_bound` bytes (see [`entry_bound`]) for a commit's entries before they
+    /// Reserves `upper_bound` bytes (see [`entry_cost`]) for a commit's entries before they
     /// are staged; `false` when the pool refuses (the caller flushes the buffer, which frees
     /// its bytes, and asks again).
     pub(crate) fn try_reserve(&mut self, upper_bound: usize) -> bool {
@@ -159,7 +159,7 @@ impl WriteBehind {
     }
 
     /// Puts (`Some`) or deletes (`None`) `key`. An entry never costs more after this than
-    /// before plus [`entry_bound`] of it (a value that does not fit the old buffer gets an
+    /// before plus [`entry_cost`] of it (a value that does not fit the old buffer gets an
     /// exactly sized new one), so a [`try_reserve`](Self::try_reserve) of the bounds covers
     /// a commit; [`settle`](Self::settle) returns the unused part.
     pub(crate) fn stage(&mut self, key: &[u8], value: Option<&[u8]>) {
@@ -205,7 +205,7 @@ impl WriteBehind {
     /// Writes every pending entry of `table` to RocksDB (keys ascending, one `WriteBatch`,
     /// WAL off) and empties the buffer. On error the entries stay pending.
     pub(crate) fn flush(&mut self, shared: &Shared, table: &str) -> Result<()> {
-        if self.entries.is_empty() {
+        if self.is_empty() {
             return Ok(());
         }
         let mut ordered: Vec<(&Key, &Entry)> = self.entries.iter().collect();
@@ -239,14 +239,10 @@ impl WriteBehind {
     }
 }
 
-/// What an entry of `key` with a value buffer of `capacity` bytes costs.
-fn entry_cost(key: &[u8], capacity: usize) -> usize {
-    key.len() + ENTRY_OVERHEAD + capacity
-}
-
-/// The most that staging `key` with a value of `value_len` bytes can add to the buffer's cost.
-pub(crate) fn entry_bound(key: &[u8], value_len: usize) -> usize {
-    entry_cost(key, value_len)
+/// What an entry of `key` with `heap` bytes of value buffer costs; with the value's length,
+/// the most that staging the key can add to the buffer's cost.
+pub(crate) fn entry_cost(key: &[u8], heap: usize) -> usize {
+    key.len() + ENTRY_OVERHEAD + heap
 }
 
 #[cfg(test)]
@@ -289,11 +285,11 @@ mod tests {
         let pool: Arc<dyn MemoryPool> = Arc::new(state_api::UnboundedMemoryPool::new());
         let mut wb = WriteBehind::new(pool);
         let key = b"key";
-        assert!(wb.try_reserve(entry_bound(key, 100)));
+        assert!(wb.try_reserve(entry_cost(key, 100)));
         wb.stage(key, Some(&[1; 100]));
         wb.settle();
         assert_eq!(wb.bytes, entry_cost(key, 100));
-        assert!(wb.try_reserve(entry_bound(key, 10)));
+        assert!(wb.try_reserve(entry_cost(key, 10)));
         wb.stage(key, Some(&[2; 10]));
         wb.settle();
         assert_eq!(wb.bytes, entry_cost(key, 0), "now inline");

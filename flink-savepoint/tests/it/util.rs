@@ -4,9 +4,12 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-/// The repository root.
+/// The repository root, from the crate directory cargo names at run time (a test binary
+/// reused from a build in another checkout must not read that checkout's files).
 pub(crate) fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("..")
 }
 
 /// The samples directory: `$FLINK_SAVEPOINTS_DIR` (relative to the repository root when

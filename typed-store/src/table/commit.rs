@@ -5,7 +5,7 @@ use rocksdb::WriteBatch;
 use state_api::{Result, ValueCodec};
 
 use crate::error::rocks_api;
-use crate::write_behind::{WriteBehind, entry_bound};
+use crate::write_behind::{WriteBehind, entry_cost};
 
 use super::{RocksKeyedTable, Slot};
 
@@ -83,7 +83,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             .iter()
             .zip(ops)
             .map(|((key, _), op)| {
-                entry_bound(
+                entry_cost(
                     key.as_bytes(),
                     op.map_or(0, |i| self.encoded_value(i).len()),
                 )

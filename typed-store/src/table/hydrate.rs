@@ -115,42 +115,34 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             // Keys with a pending write are served from the write-behind buffer; the rest
             // (all of them when the buffer is empty) from one batched multi-get.
             let pending = WriteBehind::lock(&write_behind);
-            let from_db: Vec<&[u8]> = if pending.is_empty() {
-                misses.clone()
-            } else {
-                misses
-                    .iter()
-                    .copied()
-                    .filter(|key| pending.get(key).is_none())
-                    .collect()
-            };
+            let buffered: Vec<Option<Pending<'_>>> =
+                misses.iter().map(|key| pending.get(key)).collect();
+            let from_db: Vec<&[u8]> = misses
+                .iter()
+                .zip(&buffered)
+                .filter_map(|(key, write)| write.is_none().then_some(*key))
+                .collect();
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
-            let mut results = st.db.batched_multi_get_cf(&cf, &from_db, true).into_iter();
-            let mut pinned = Vec::with_capacity(from_db.len());
-            let mut found: Vec<Option<usize>> = Vec::with_capacity(misses.len());
-            for key in &misses {
-                let from_pending = pending.get(key);
-                if from_pending.is_none() {
-                    let result = results.next().unwrap_or(Ok(None));
-                    if let Some(slice) = result.map_err(rocks_api("batched read"))? {
-                        found.push(Some(pinned.len()));
-                        pinned.push(slice);
-                        continue;
-                    }
-                }
-                found.push(None);
-            }
+            let pinned = st
+                .db
+                .batched_multi_get_cf(&cf, &from_db, true)
+                .into_iter()
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(rocks_api("batched read"))?;
+            let mut pinned = pinned.iter();
             let mut hits = Vec::with_capacity(misses.len());
             let mut stored: Vec<&[u8]> = Vec::with_capacity(misses.len());
-            for (i, (key, at)) in misses.iter().zip(&found).enumerate() {
-                let bytes = match (pending.get(key), at) {
-                    (Some(Pending::Put(bytes)), _) => bytes,
-                    (None, Some(at)) => pinned.get(*at).map_or(&[][..], |s| &**s),
-                    _ => continue,
+            for (i, write) in buffered.iter().enumerate() {
+                let bytes = match write {
+                    Some(Pending::Put(bytes)) => Some(*bytes),
+                    Some(Pending::Delete) => None,
+                    None => pinned.next().and_then(|value| value.as_deref()),
                 };
-                hits.push(i);
-                stored.push(bytes);
+                if let Some(bytes) = bytes {
+                    hits.push(i);
+                    stored.push(bytes);
+                }
             }
             // Decoded straight from the pinned slices (which borrow the database) and the
             // buffer's bytes.
