@@ -67,6 +67,15 @@ impl DbState {
             })
     }
 
+    /// Whether `table`'s column family holds no key at all.
+    pub(crate) fn table_is_empty(&self, table: &str) -> state_api::Result<bool> {
+        let cf = self.table_cf(table)?;
+        let mut it = self.db.raw_iterator_cf(&cf);
+        it.seek_to_first();
+        it.status().map_err(Error::rocks("emptiness check"))?;
+        Ok(!it.valid())
+    }
+
     /// The name of the column family holding `table`, if the table exists.
     pub(crate) fn cf_of_table(&self, table: &str) -> Option<&str> {
         self.cf_of.get(table).map(String::as_str)

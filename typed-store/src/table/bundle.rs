@@ -33,7 +33,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             self.clear_cache();
             self.generation = generation;
         }
-        self.dirty_keys.clear();
+        self.dirty.clear();
         self.dead_keys.clear();
         self.bundle += 1;
         let bundle = self.bundle;
@@ -41,7 +41,11 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         // are stamped with the bundle so that no admission below evicts them.
         self.miss_bytes.clear();
         self.miss_ends.clear();
-        for (kg, key) in keys {
+        // A complete map has nothing to read: a key it lacks is absent. (Its entries are not
+        // stamped, so a pool refusal in this bundle may evict a named key; that makes the map
+        // incomplete and the key is read again when it is used.)
+        let named = if self.complete { &[][..] } else { keys };
+        for (kg, key) in named {
             composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
             if let Some(slot) = self.working.get_mut(self.scratch.as_slice()) {
                 slot.bundle = bundle;
@@ -65,14 +69,14 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
         // One hash for the lookup (and, on a miss, the point read's insert).
         let hash = self.working.hash(&self.scratch);
-        if self.working.get_hashed(hash, &self.scratch).is_none() {
+        if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
             self.point_hydrate()?;
         }
         let Self {
             working,
             scratch,
             ttl,
-            dirty_keys,
+            dirty,
             dead_keys,
             bundle,
             ..
@@ -87,11 +91,11 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         let read = ttl_read(ttl.as_ref(), slot.last_access, now);
         if read.clears() {
             slot.live = false;
-            mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+            mark_dirty(slot, dirty, scratch, *bundle);
             dead_keys.push((Key::from(scratch.as_slice()), hash));
         } else if read == TtlRead::LiveRefresh {
             slot.last_access = now;
-            mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+            mark_dirty(slot, dirty, scratch, *bundle);
         }
         if read.returns_value() {
             Ok(slot.value.as_ref())
@@ -123,7 +127,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         let Self {
             working,
             scratch,
-            dirty_keys,
+            dirty,
             bundle,
             ..
         } = self;
@@ -132,7 +136,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         slot.live = true;
         slot.last_access = now;
         slot.reserved = needed;
-        mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+        mark_dirty(slot, dirty, scratch, *bundle);
         Ok(())
     }
 
@@ -141,13 +145,13 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         self.check_key_group(key_group)?;
         composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
         let hash = self.working.hash(&self.scratch);
-        if self.working.get_hashed(hash, &self.scratch).is_none() {
+        if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
             self.point_hydrate()?;
         }
         let Self {
             working,
             scratch,
-            dirty_keys,
+            dirty,
             dead_keys,
             bundle,
             ..
@@ -159,7 +163,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
                 slot.live = false;
                 slot.value = None;
                 freed = std::mem::take(&mut slot.reserved);
-                mark_dirty(slot, dirty_keys, scratch, hash, *bundle);
+                mark_dirty(slot, dirty, scratch, *bundle);
                 dead_keys.push((Key::from(scratch.as_slice()), hash));
             }
         }
@@ -173,19 +177,19 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             // Keys in ascending order: RocksDB's memtable insert reuses its skip-list splice
             // for sequential keys, which makes a sorted batch markedly cheaper to apply (the
             // write-behind buffer sorts when it flushes).
-            self.dirty_keys
-                .sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            self.dirty
+                .sort_unstable_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
         }
         let ops = self.encode_dirty()?;
         if self.write_behind_limit == 0 || !self.stage_write_behind(&ops)? {
             self.write_through(&ops)?;
         }
-        self.stats.written_keys += self.dirty_keys.len() as u64;
+        self.stats.written_keys += self.dirty.len() as u64;
         self.stats.bundles += 1;
         // The working map stays a clean cache of committed state: removed and expired keys
         // leave it, as do entries resident for this bundle only.
         let mut freed = 0;
-        self.dirty_keys.clear();
+        self.dirty.clear();
         for (key, hash) in self.dead_keys.drain(..) {
             if self
                 .working

@@ -7,27 +7,22 @@ use state_api::{Result, ValueCodec};
 use crate::error::rocks_api;
 use crate::write_behind::{WriteBehind, entry_cost};
 
-use super::{RocksKeyedTable, Slot};
+use super::RocksKeyedTable;
 
 impl<C: ValueCodec> RocksKeyedTable<C> {
-    /// Encodes the values of the dirty keys (in `dirty_keys` order) with one codec call
-    /// into `encoded`; returns per dirty key its value's index in `encoded_ends`, or `None`
-    /// for a delete.
+    /// Encodes the values of the dirty keys (in `dirty` order) with one codec call into
+    /// `encoded`; returns per dirty key its value's index in `encoded_ends`, or `None` for a
+    /// delete.
     pub(super) fn encode_dirty(&mut self) -> Result<Vec<Option<usize>>> {
-        let mut ops = Vec::with_capacity(self.dirty_keys.len());
-        let mut entries: Vec<(i64, &C::Value)> = Vec::with_capacity(self.dirty_keys.len());
-        for (key, hash) in &self.dirty_keys {
-            match self.working.get_hashed(*hash, key.as_bytes()) {
-                Some(Slot {
-                    value: Some(value),
-                    live: true,
-                    last_access,
-                    ..
-                }) => {
+        let mut ops = Vec::with_capacity(self.dirty.len());
+        let mut entries: Vec<(i64, &C::Value)> = Vec::with_capacity(self.dirty.len());
+        for dirty in &self.dirty {
+            match &dirty.write {
+                Some((last_access, value)) => {
                     ops.push(Some(entries.len()));
                     entries.push((*last_access, value));
                 }
-                _ => ops.push(None),
+                None => ops.push(None),
             }
         }
         let mut encoded = std::mem::take(&mut self.encoded);
@@ -59,10 +54,10 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         let st = self.shared.read();
         let cf = st.table_cf(&self.name)?;
         let mut batch = WriteBatch::default();
-        for ((key, _), op) in self.dirty_keys.iter().zip(ops) {
+        for (dirty, op) in self.dirty.iter().zip(ops) {
             match op {
-                Some(i) => batch.put_cf(&cf, key.as_bytes(), self.encoded_value(*i)),
-                None => batch.delete_cf(&cf, key.as_bytes()),
+                Some(i) => batch.put_cf(&cf, dirty.key.as_bytes(), self.encoded_value(*i)),
+                None => batch.delete_cf(&cf, dirty.key.as_bytes()),
             }
         }
         if !batch.is_empty() {
@@ -79,12 +74,12 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     /// (the caller writes the bundle through).
     pub(super) fn stage_write_behind(&self, ops: &[Option<usize>]) -> Result<bool> {
         let bound: usize = self
-            .dirty_keys
+            .dirty
             .iter()
             .zip(ops)
-            .map(|((key, _), op)| {
+            .map(|(dirty, op)| {
                 entry_cost(
-                    key.as_bytes(),
+                    dirty.key.as_bytes(),
                     op.map_or(0, |i| self.encoded_value(i).len()),
                 )
             })
@@ -96,8 +91,8 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
                 return Ok(false);
             }
         }
-        for ((key, _), op) in self.dirty_keys.iter().zip(ops) {
-            pending.stage(key.as_bytes(), op.map(|i| self.encoded_value(i)));
+        for (dirty, op) in self.dirty.iter().zip(ops) {
+            pending.stage(dirty.key.as_bytes(), op.map(|i| self.encoded_value(i)));
         }
         pending.settle();
         if pending.over(self.write_behind_limit) || pending.pool_pressed() {

@@ -56,7 +56,12 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             .map(|v| entry_cost::<C>(&self.codec, key.as_bytes().len(), v));
         match cost {
             Some(cost) if self.reserve_evicting(cost).is_ok() => slot.reserved = cost,
-            _ => self.transient_keys.push(key.clone()),
+            Some(_) => {
+                // A stored key left out of the cache: the map no longer holds every key.
+                self.complete = false;
+                self.transient_keys.push(key.clone());
+            }
+            None => self.transient_keys.push(key.clone()),
         }
         if let Some(old) = self.working.insert(key, slot) {
             self.reservation.shrink(old.reserved);
@@ -82,12 +87,16 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             freed += slot.reserved;
             false
         });
+        if freed > 0 {
+            self.complete = false;
+        }
         self.reservation.shrink(freed);
         self.reservation.try_grow(bytes)
     }
 
     /// Drops every cached entry (after a restore or sweep changed RocksDB underneath).
     pub(super) fn clear_cache(&mut self) {
+        self.complete = false;
         self.working.clear();
         self.transient_keys.clear();
         self.reservation.free();

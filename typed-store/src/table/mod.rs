@@ -40,6 +40,8 @@ struct Slot<V> {
     /// The bundle that dirtied the key (dirty while that bundle is open; 0: never), so that
     /// a commit need not visit its keys again to clear a flag.
     dirty_in: u64,
+    /// The key's place in the table's dirty list while `dirty_in` is the open bundle.
+    dirty_at: usize,
     /// Bytes reserved from the pool for this entry.
     reserved: usize,
     /// The last bundle that named or touched the key (entries of the open bundle are never
@@ -54,6 +56,7 @@ impl<V> Slot<V> {
             live: false,
             last_access: 0,
             dirty_in: 0,
+            dirty_at: 0,
             reserved: 0,
             bundle,
         }
@@ -65,10 +68,21 @@ impl<V> Slot<V> {
             live: true,
             last_access,
             dirty_in: 0,
+            dirty_at: 0,
             reserved: 0,
             bundle,
         }
     }
+}
+
+/// A key dirtied in the open bundle and what its commit writes: `(last access, value)`, or
+/// `None` for a delete. The record is a copy of the slot's state, kept current by every
+/// change of a dirty slot, so that a commit encodes from this list in order without looking
+/// up a key again (a lookup is a cache miss per key in a large working map).
+#[derive(Debug)]
+struct Dirty<V> {
+    key: Key,
+    write: Option<(i64, V)>,
 }
 
 /// A keyed table stored in its own RocksDB column family.
@@ -78,6 +92,10 @@ impl<V> Slot<V> {
 ///   sorted) and decodes all hits with one arrow-row conversion and one
 ///   [`ValueCodec::decode`] into the working map. A key not named is fetched alone with
 ///   `get_pinned_cf` (counted in [`TableStats::point_hydrations`]) and stays resident.
+///   While the working map is **complete** (the table was opened empty and has evicted
+///   nothing since), a key it lacks is absent: nothing is looked up or read.
+/// - Every change of a dirty key updates its entry in the bundle's dirty list (the value to
+///   write or a delete), so a commit encodes that list in order without a lookup per key.
 /// - [`commit_bundle`](state_api::KeyedTable::commit_bundle) encodes the dirty values with one
 ///   [`ValueCodec::encode`] and one arrow-row conversion and hands every dirty key once to the
 ///   table's write-behind buffer (see [`RocksSlot::with_write_behind`](crate::RocksSlot::with_write_behind)),
@@ -116,8 +134,8 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     bundle_phase: BundlePhase,
     /// The number of the open (or last) bundle.
     bundle: u64,
-    /// Keys dirtied in the open bundle, each once, with their hash in the working map.
-    dirty_keys: Vec<(Key, u64)>,
+    /// Keys dirtied in the open bundle, each once, with what their commit writes.
+    dirty: Vec<Dirty<C::Value>>,
     /// Keys removed or cleared as expired in the open bundle (they leave the working map at
     /// commit unless put again).
     dead_keys: Vec<(Key, u64)>,
@@ -125,6 +143,12 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     transient_keys: Vec<Key>,
     /// The store generation the cached entries belong to (a native restore bumps it).
     generation: u64,
+    /// Whether the working map holds every key the table has (in RocksDB or the
+    /// write-behind buffer): then a key it lacks is absent, and neither `begin_bundle` nor
+    /// a get need look anywhere else. True for a table opened empty; false from the first
+    /// eviction, refused admission or cache clear (a restore, a sweep that removed
+    /// entries) on.
+    complete: bool,
     reservation: MemoryReservation,
     /// The column family filled by `stage_restore`, swapped in by `commit_restore`.
     staged_cf: Option<String>,
@@ -162,6 +186,8 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         let generation = shared.generation();
         let write_behind = shared.write_behind_of(name, config.memory_pool());
         let write_behind_limit = shared.slot.write_behind();
+        let complete =
+            WriteBehind::lock(&write_behind).is_empty() && shared.read().table_is_empty(name)?;
         Ok(Self {
             name: name.to_owned(),
             schema: canonical_schema(&fields),
@@ -179,10 +205,11 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             miss_ends: Vec::new(),
             bundle_phase: BundlePhase::default(),
             bundle: 0,
-            dirty_keys: Vec::new(),
+            dirty: Vec::new(),
             dead_keys: Vec::new(),
             transient_keys: Vec::new(),
             generation,
+            complete,
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             staged_cf: None,
             sweep_cursor: None,
@@ -258,18 +285,26 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: &C::Value) -> usi
     key_len + size_of::<Slot<C::Value>>() + codec.heap_size(value)
 }
 
-/// Marks `slot` (of `key`) dirty, listing the key once per bundle.
-fn mark_dirty<V>(
-    slot: &mut Slot<V>,
-    dirty_keys: &mut Vec<(Key, u64)>,
-    key: &[u8],
-    hash: u64,
-    bundle: u64,
-) {
-    if slot.dirty_in != bundle {
-        slot.dirty_in = bundle;
-        dirty_keys.push((Key::from(key), hash));
+/// Marks `slot` (of `key`) dirty in `bundle` after a change, listing the key once per bundle
+/// with the write its commit makes: the slot's value and last access while it is live, a
+/// delete otherwise.
+fn mark_dirty<V: Clone>(slot: &mut Slot<V>, dirty: &mut Vec<Dirty<V>>, key: &[u8], bundle: u64) {
+    let write = match (&slot.value, slot.live) {
+        (Some(value), true) => Some((slot.last_access, value.clone())),
+        _ => None,
+    };
+    if slot.dirty_in == bundle
+        && let Some(listed) = dirty.get_mut(slot.dirty_at)
+    {
+        listed.write = write;
+        return;
     }
+    slot.dirty_in = bundle;
+    slot.dirty_at = dirty.len();
+    dirty.push(Dirty {
+        key: Key::from(key),
+        write,
+    });
 }
 
 impl<C: ValueCodec> Drop for RocksKeyedTable<C> {

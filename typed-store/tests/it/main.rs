@@ -3,6 +3,7 @@
 
 mod cache;
 mod checkpoint;
+mod complete;
 mod crash;
 mod flink_keys;
 mod flink_vectors;
