@@ -108,16 +108,6 @@ impl<V> WorkingMap<V> {
         self.table.retain(|(k, v)| keep(k, v));
     }
 
-    /// Every entry, in no particular order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Key, &V)> {
-        self.table.iter().map(|(k, v)| (k, v))
-    }
-
-    /// Whether the map holds no entry.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.table.is_empty()
-    }
-
     pub(crate) fn clear(&mut self) {
         self.table.clear();
     }

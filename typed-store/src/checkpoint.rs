@@ -155,7 +155,7 @@ impl RocksStore {
     pub fn checkpoint_to(&self, dir: impl AsRef<Path>) -> state_api::Result<RocksCheckpoint> {
         self.check_committed("native_snapshot")?;
         let dir = dir.as_ref();
-        // Committed values still in the keyed tables' write-behind buffers go first.
+        // Committed values still pending in the keyed tables go first.
         self.shared.flush_write_behind()?;
         let st = self.shared.read();
         put_meta(

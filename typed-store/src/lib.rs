@@ -85,13 +85,14 @@
 //!
 //! # Behaviour
 //!
-//! - Write-behind of committed values: a commit hands each dirty key's stored bytes to the
-//!   table's write-behind buffer (pool-charged, one entry per key), written to RocksDB in one
-//!   sorted `WriteBatch` with the WAL off when it exceeds its limit
+//! - Write-behind of committed values: a committed value stays in the table's working map,
+//!   marked pending (one entry per key, never evicted), and is written to RocksDB in one
+//!   sorted `WriteBatch` with the WAL off when the pending keys exceed the limit
 //!   ([`RocksSlot::with_write_behind`], default 32 MiB; `0` writes every commit through), when
-//!   the pool refuses it, and before checkpoints, exports, sweeps and close; reads look in it
-//!   before RocksDB. No forced flushes (RocksDB's threads flush and compact). The working map
-//!   stays a clean, pool-reserved, bounded cache of committed state.
+//!   the pool refuses memory that eviction cannot free, before checkpoints, exports, sweeps,
+//!   and when the table is dropped. No forced flushes (RocksDB's threads flush and compact).
+//!   The working map is a pool-reserved, bounded cache of committed state; a table opened
+//!   empty holds every key it has there and reads nothing until it evicts.
 //! - Hydration with `batched_multi_get_cf` on the table's column family (the issue's
 //!   "default column family" is, with one family per table, the table's family): the
 //!   caller's keys may be unsorted, the misses are sorted for RocksDB and the results mapped
@@ -131,7 +132,6 @@ mod sweep;
 mod table;
 mod timer;
 mod ttl_filter;
-mod write_behind;
 
 /// Test support: this backend's conformance-suite factory. **Not API-stable.**
 #[cfg(feature = "test-util")]

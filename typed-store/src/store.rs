@@ -28,10 +28,9 @@ use crate::live::{
 use crate::manifest::CheckpointManifest;
 use crate::metadata::{check_metadata, get_meta, put_meta};
 use crate::slot::RocksSlot;
-use crate::table::RocksKeyedTable;
+use crate::table::{PendingWrites, RocksKeyedTable, TableCore};
 use crate::timer::TimerState;
 use crate::ttl_filter::{TtlCell, TtlFilterFactory};
-use crate::write_behind::{SharedWriteBehind, WriteBehind};
 
 /// Write-buffer size of the default (metadata) column family.
 const METADATA_WRITE_BUFFER_BYTES: usize = 64 << 10;
@@ -127,52 +126,45 @@ pub(crate) struct Shared {
     pub(crate) write_options: WriteOptions,
     /// Options of the SST files a large canonical restore writes (the tables' compression).
     pub(crate) sst_options: Options,
-    /// The write-behind buffer of every keyed table opened in this store, by table name
-    /// (kept when a table handle is dropped: its pending writes reach RocksDB at the store's
-    /// next checkpoint or when the store closes).
-    pub(crate) write_behind: Mutex<HashMap<String, SharedWriteBehind>>,
+    /// The state slot of every keyed table opened in this store, by table name (held
+    /// weakly: a dropped table writes its own pending entries), so that the store's flush
+    /// points reach the pending writes of every table.
+    pub(crate) write_behind: Mutex<HashMap<String, Weak<dyn PendingWrites>>>,
 }
 
 impl Shared {
-    /// The write-behind buffer of keyed table `table` (created, charged to `pool`, when the
-    /// table is first opened).
-    pub(crate) fn write_behind_of(
-        &self,
-        table: &str,
-        pool: &Arc<dyn state_api::MemoryPool>,
-    ) -> SharedWriteBehind {
-        let mut all = self
-            .write_behind
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(
-            all.entry(table.to_owned())
-                .or_insert_with(|| Arc::new(Mutex::new(WriteBehind::new(Arc::clone(pool))))),
-        )
-    }
-
-    fn write_behind_buffers(&self) -> Vec<(String, SharedWriteBehind)> {
+    /// Records the state slot of keyed table `table`.
+    pub(crate) fn register_pending(&self, table: &str, slot: Weak<dyn PendingWrites>) {
         self.write_behind
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(name, wb)| (name.clone(), Arc::clone(wb)))
+            .insert(table.to_owned(), slot);
+    }
+
+    /// The live tables' state slots.
+    fn pending_tables(&self) -> Vec<Arc<dyn PendingWrites>> {
+        self.write_behind
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter_map(Weak::upgrade)
             .collect()
     }
 
-    /// Writes every keyed table's pending writes to RocksDB (before a native checkpoint and
-    /// when the store closes).
+    /// Writes every keyed table's pending writes to RocksDB (before a native checkpoint).
+    /// `BundleState` when a table is in an open bundle.
     pub(crate) fn flush_write_behind(&self) -> state_api::Result<()> {
-        for (table, wb) in self.write_behind_buffers() {
-            WriteBehind::lock(&wb).flush(self, &table)?;
+        for table in self.pending_tables() {
+            table.flush()?;
         }
         Ok(())
     }
 
-    /// Drops every keyed table's pending writes (a native restore replaced the state).
+    /// Drops every keyed table's pending writes and cache (a native restore replaced the
+    /// state).
     pub(crate) fn discard_write_behind(&self) {
-        for (_, wb) in self.write_behind_buffers() {
-            WriteBehind::lock(&wb).discard();
+        for table in self.pending_tables() {
+            table.discard();
         }
     }
 
@@ -596,7 +588,7 @@ impl RocksStore {
     }
 
     /// Compacts the whole column family of `table` now (the TTL filter drops expired
-    /// entries), after writing the table's write-behind buffer. RocksDB compacts on its own;
+    /// entries), after writing the table's pending writes. RocksDB compacts on its own;
     /// this is for tests and tools.
     ///
     /// # Errors
@@ -609,7 +601,7 @@ impl RocksStore {
         Ok(())
     }
 
-    /// Writes the table's write-behind buffer and flushes the memtables of `table` to an SST
+    /// Writes the table's pending writes and flushes the memtables of `table` to an SST
     /// file (for tests and tools; the store itself never forces flushes).
     ///
     /// # Errors
@@ -623,17 +615,17 @@ impl RocksStore {
             .map_err(crate::error::rocks_api("flush"))
     }
 
-    /// Writes the write-behind buffer of keyed table `table` (if any) to RocksDB.
+    /// Writes the pending writes of keyed table `table` (if open) to RocksDB (`BundleState` while it is in a bundle).
     fn flush_pending(&self, table: &str) -> state_api::Result<()> {
-        let wb = self
+        let slot = self
             .shared
             .write_behind
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(table)
-            .map(Arc::clone);
-        match wb {
-            Some(wb) => WriteBehind::lock(&wb).flush(&self.shared, table),
+            .and_then(Weak::upgrade);
+        match slot {
+            Some(slot) => slot.flush(),
             None => Ok(()),
         }
     }
@@ -731,8 +723,10 @@ impl KeyedStateStore for RocksStore {
         // Every fallible step of the table itself before the store records it.
         RowCodec::try_new(name, &fields)?;
         self.register_table(name, &describe_fields(&fields), ttl)?;
-        let table = RocksKeyedTable::new(name, codec, ttl, &self.config, Arc::clone(&self.shared))?;
+        let core = TableCore::new(name, codec, ttl, &self.config, Arc::clone(&self.shared))?;
         self.names.register(name)?;
+        let table = RocksKeyedTable::new(core);
+        self.shared.register_pending(name, table.pending_writes());
         Ok(table)
     }
 }

@@ -10,9 +10,9 @@ use crate::cache::Key;
 use crate::format::composite_key;
 use crate::sweep::sweep_column_family;
 
-use super::{RocksKeyedTable, Slot, mark_dirty};
+use super::{Slot, TableCore};
 
-impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
+impl<C: ValueCodec> KeyedTable for TableCore<C> {
     type Codec = C;
 
     fn name(&self) -> &str {
@@ -33,7 +33,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             self.clear_cache();
             self.generation = generation;
         }
-        self.dirty.clear();
+        self.changes.begin();
         self.dead_keys.clear();
         self.bundle += 1;
         let bundle = self.bundle;
@@ -76,7 +76,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             working,
             scratch,
             ttl,
-            dirty,
+            changes,
             dead_keys,
             bundle,
             ..
@@ -90,12 +90,14 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         }
         let read = ttl_read(ttl.as_ref(), slot.last_access, now);
         if read.clears() {
+            changes.before(slot, scratch, *bundle);
             slot.live = false;
-            mark_dirty(slot, dirty, scratch, *bundle);
+            changes.after(slot, scratch, hash, *bundle);
             dead_keys.push((Key::from(scratch.as_slice()), hash));
         } else if read == TtlRead::LiveRefresh {
+            changes.before(slot, scratch, *bundle);
             slot.last_access = now;
-            mark_dirty(slot, dirty, scratch, *bundle);
+            changes.after(slot, scratch, hash, *bundle);
         }
         if read.returns_value() {
             Ok(slot.value.as_ref())
@@ -127,16 +129,17 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         let Self {
             working,
             scratch,
-            dirty,
+            changes,
             bundle,
             ..
         } = self;
         let slot = working.get_or_insert_hashed(hash, scratch, || Slot::absent(*bundle));
+        changes.before(slot, scratch, *bundle);
         slot.value = Some(value);
         slot.live = true;
         slot.last_access = now;
         slot.reserved = needed;
-        mark_dirty(slot, dirty, scratch, *bundle);
+        changes.after(slot, scratch, hash, *bundle);
         Ok(())
     }
 
@@ -151,7 +154,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         let Self {
             working,
             scratch,
-            dirty,
+            changes,
             dead_keys,
             bundle,
             ..
@@ -160,10 +163,19 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         if let Some(slot) = working.get_mut_hashed(hash, scratch) {
             slot.bundle = *bundle;
             if slot.live {
+                changes.before(slot, scratch, *bundle);
                 slot.live = false;
                 slot.value = None;
-                freed = std::mem::take(&mut slot.reserved);
-                mark_dirty(slot, dirty, scratch, *bundle);
+                // A removed key with a pending delete stays resident until it is written:
+                // its key and slot stay charged.
+                let keep = if changes.write_through {
+                    0
+                } else {
+                    scratch.len() + size_of::<Slot<C::Value>>()
+                };
+                freed = slot.reserved.saturating_sub(keep);
+                slot.reserved = slot.reserved.min(keep);
+                changes.after(slot, scratch, hash, *bundle);
                 dead_keys.push((Key::from(scratch.as_slice()), hash));
             }
         }
@@ -173,28 +185,30 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
 
     fn commit_bundle(&mut self) -> Result<()> {
         self.check_bundle("commit_bundle", true)?;
-        if self.write_behind_limit == 0 {
+        let write_through = self.changes.write_through;
+        if write_through {
             // Keys in ascending order: RocksDB's memtable insert reuses its skip-list splice
-            // for sequential keys, which makes a sorted batch markedly cheaper to apply (the
-            // write-behind buffer sorts when it flushes).
-            self.dirty
+            // for sequential keys, which makes a sorted batch markedly cheaper to apply (a
+            // write-behind flush sorts too).
+            self.changes
+                .dirty
                 .sort_unstable_by(|a, b| a.key.as_bytes().cmp(b.key.as_bytes()));
-        }
-        let ops = self.encode_dirty()?;
-        if self.write_behind_limit == 0 || !self.stage_write_behind(&ops)? {
+            let ops = self.encode_dirty()?;
             self.write_through(&ops)?;
         }
-        self.stats.written_keys += self.dirty.len() as u64;
+        // Write-behind: the changed slots are pending already; the commit writes nothing.
+        self.stats.written_keys += self.changes.dirty_count;
         self.stats.bundles += 1;
         // The working map stays a clean cache of committed state: removed and expired keys
-        // leave it, as do entries resident for this bundle only.
+        // leave it (write-behind: once their delete is written), as do entries resident for
+        // this bundle only.
         let mut freed = 0;
-        self.dirty.clear();
+        self.changes.begin();
         for (key, hash) in self.dead_keys.drain(..) {
             if self
                 .working
                 .get_hashed(hash, key.as_bytes())
-                .is_some_and(|slot| !slot.live)
+                .is_some_and(|slot| !slot.live && !slot.pending)
             {
                 freed += self
                     .working
@@ -206,7 +220,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             if self
                 .working
                 .get(key.as_bytes())
-                .is_some_and(|s| !s.live || s.reserved == 0)
+                .is_some_and(|s| !s.pending && (!s.live || s.reserved == 0))
             {
                 freed += self
                     .working
@@ -216,7 +230,11 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         }
         self.reservation.shrink(freed);
         self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
-        self.bundle_phase.end("commit_bundle")
+        self.bundle_phase.end("commit_bundle")?;
+        if !write_through && self.changes.pending_bytes > self.write_behind_limit {
+            self.flush_pending()?;
+        }
+        Ok(())
     }
 
     /// One step of `sweep_column_family`: at most `4 * max_entries` (at least 64) entries
@@ -228,8 +246,8 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         let Some(ttl) = self.ttl else {
             return Ok(SweepProgress::nothing_to_sweep());
         };
-        // The sweep scans RocksDB: committed values still buffered go there first.
-        self.flush_write_behind()?;
+        // The sweep scans RocksDB: pending writes go there first.
+        self.flush_pending()?;
         let now = self.clock.now_millis();
         let progress = sweep_column_family(
             &self.shared,

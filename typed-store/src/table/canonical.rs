@@ -15,11 +15,10 @@ use state_api::{
 use crate::error::rocks_api;
 use crate::format::{composite_key, key_group_upper_bound, split_value};
 use crate::restore::{Sink, load_staging};
-use crate::write_behind::WriteBehind;
 
-use super::RocksKeyedTable;
+use super::TableCore;
 
-impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
+impl<C: ValueCodec> CanonicalTable for TableCore<C> {
     fn table_name(&self) -> &str {
         &self.name
     }
@@ -38,7 +37,7 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
     fn export_key_group(&self, key_group: KeyGroup) -> Result<Option<RecordBatch>> {
         self.check_bundle("export_key_group", false)?;
         self.check_key_group(key_group)?;
-        self.flush_write_behind()?;
+        // The handle writes the pending entries first (`RocksKeyedTable::export_key_group`).
         let now = self.ttl.map(|_| self.clock.now_millis());
         let mut prefix = Vec::with_capacity(2);
         composite_key(&mut prefix, key_group, self.prefix_bytes, &[]);
@@ -107,9 +106,8 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
         };
         self.shared.swap_table_cf(&self.name, &cf);
         self.sweep_cursor = None;
-        self.clear_cache();
         // The restored state replaces the committed values not yet written.
-        WriteBehind::lock(&self.write_behind).discard();
+        self.clear_cache();
     }
 
     fn abort_restore(&mut self) {
@@ -127,7 +125,7 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
     }
 }
 
-impl<C: ValueCodec> RocksKeyedTable<C> {
+impl<C: ValueCodec> TableCore<C> {
     /// Decodes every section once, re-encodes the values to the stored layout and hands the
     /// entries, in ascending RocksDB key order, to the shared bulk loader
     /// ([`load_staging`]: write batches, or one ingested SST file for large restores).
@@ -195,7 +193,6 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     /// `commit_restore` without a staged family when no new family can be created: delete
     /// every entry in place (best effort; `commit_restore` cannot report failure).
     fn clear_fallback(&mut self) {
-        WriteBehind::lock(&self.write_behind).discard();
         self.clear_cache();
         let st = self.shared.read();
         let Ok(cf) = st.table_cf(&self.name) else {

@@ -1,29 +1,18 @@
-//! Reads into the working map: point reads, the batched hydration of a bundle's misses
-//! (write-behind buffer first), and the pool-bounded cache's admission and eviction.
-
-use std::sync::Arc;
+//! Reads into the working map: point reads, the batched hydration of a bundle's misses, and
+//! the pool-bounded cache's admission and eviction (pending slots are never evicted).
 
 use state_api::{Result, ValueCodec};
 
 use crate::cache::Key;
 use crate::error::rocks_api;
-use crate::write_behind::{Pending, WriteBehind};
 
-use super::{EVICT_FRACTION, RocksKeyedTable, Slot, entry_cost};
+use super::{EVICT_FRACTION, Slot, TableCore, entry_cost};
 
-impl<C: ValueCodec> RocksKeyedTable<C> {
-    /// Reads the key in `self.scratch` alone into the working map (from the write-behind
-    /// buffer when it holds the key, else from RocksDB).
+impl<C: ValueCodec> TableCore<C> {
+    /// Reads the key in `self.scratch` alone into the working map (from RocksDB: every key
+    /// with a pending write is resident).
     pub(super) fn point_hydrate(&mut self) -> Result<()> {
-        let pending = WriteBehind::lock(&self.write_behind)
-            .get(&self.scratch)
-            .map(|pending| match pending {
-                Pending::Put(stored) => Some(stored.to_vec()),
-                Pending::Delete => None,
-            });
-        let stored = if let Some(stored) = pending {
-            stored
-        } else {
+        let stored = {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
             st.db
@@ -76,12 +65,27 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         if self.reservation.try_grow(bytes).is_ok() {
             return Ok(());
         }
+        self.evict(bytes);
+        if self.reservation.try_grow(bytes).is_ok() {
+            return Ok(());
+        }
+        // Pending slots cannot be evicted: write them, then evict again.
+        if !self.changes.pending.is_empty() {
+            self.flush_pending()?;
+            self.evict(bytes);
+        }
+        self.reservation.try_grow(bytes)
+    }
+
+    /// Evicts clean entries not used in the open bundle until an eighth of the cache's bytes
+    /// (at least `bytes`) is free.
+    fn evict(&mut self, bytes: usize) {
         let target = (self.reservation.size() / EVICT_FRACTION).max(bytes);
         let bundle = self.bundle;
         let mut freed = 0;
         self.working.retain(|_, slot| {
-            // Entries of the open bundle (every dirty one among them) stay.
-            if freed >= target || slot.reserved == 0 || slot.bundle == bundle {
+            // Entries of the open bundle (every dirty one among them) and pending writes stay.
+            if freed >= target || slot.reserved == 0 || slot.bundle == bundle || slot.pending {
                 return true;
             }
             freed += slot.reserved;
@@ -91,12 +95,12 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             self.complete = false;
         }
         self.reservation.shrink(freed);
-        self.reservation.try_grow(bytes)
     }
 
     /// Drops every cached entry (after a restore or sweep changed RocksDB underneath).
     pub(super) fn clear_cache(&mut self) {
         self.complete = false;
+        self.changes.discard_pending();
         self.working.clear();
         self.transient_keys.clear();
         self.reservation.free();
@@ -119,42 +123,25 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         // named twice is read once.
         misses.sort_unstable();
         misses.dedup();
-        let write_behind = Arc::clone(&self.write_behind);
         let (hits, timestamps, values) = {
-            // Keys with a pending write are served from the write-behind buffer; the rest
-            // (all of them when the buffer is empty) from one batched multi-get.
-            let pending = WriteBehind::lock(&write_behind);
-            let buffered: Vec<Option<Pending<'_>>> =
-                misses.iter().map(|key| pending.get(key)).collect();
-            let from_db: Vec<&[u8]> = misses
-                .iter()
-                .zip(&buffered)
-                .filter_map(|(key, write)| write.is_none().then_some(*key))
-                .collect();
+            // Every key with a pending write is resident, so misses are RocksDB's.
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
             let pinned = st
                 .db
-                .batched_multi_get_cf(&cf, &from_db, true)
+                .batched_multi_get_cf(&cf, &misses, true)
                 .into_iter()
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(rocks_api("batched read"))?;
-            let mut pinned = pinned.iter();
             let mut hits = Vec::with_capacity(misses.len());
             let mut stored: Vec<&[u8]> = Vec::with_capacity(misses.len());
-            for (i, write) in buffered.iter().enumerate() {
-                let bytes = match write {
-                    Some(Pending::Put(bytes)) => Some(*bytes),
-                    Some(Pending::Delete) => None,
-                    None => pinned.next().and_then(|value| value.as_deref()),
-                };
-                if let Some(bytes) = bytes {
+            for (i, value) in pinned.iter().enumerate() {
+                if let Some(bytes) = value.as_deref() {
                     hits.push(i);
                     stored.push(bytes);
                 }
             }
-            // Decoded straight from the pinned slices (which borrow the database) and the
-            // buffer's bytes.
+            // Decoded straight from the pinned slices (which borrow the database).
             let (timestamps, values) = self.decode_stored(stored.into_iter())?;
             (hits, timestamps, values)
         };

@@ -1,13 +1,19 @@
 //! The RocksDB keyed table: a bundle's working map over one column family. One concern per
-//! file: the table and its helpers here; `bundle.rs` (the `KeyedTable` impl), `hydrate.rs`
-//! (reads into the working map, the cache's admission and eviction), `commit.rs` (encoding
-//! a commit, write-through and the write-behind hand-off), `canonical.rs` (export and
-//! restore).
+//! file: the table's state and its helpers here; `handle.rs` (the public handle, which
+//! checks the state out of a store-held slot for a bundle), `bundle.rs` (the `KeyedTable`
+//! operations), `hydrate.rs` (reads into the working map, the cache's admission and
+//! eviction), `commit.rs` (encoding a commit, write-through and the write-behind flush),
+//! `canonical.rs` (export and restore).
 
 mod bundle;
 mod canonical;
+mod changes;
 mod commit;
+mod handle;
 mod hydrate;
+
+pub(crate) use handle::PendingWrites;
+pub use handle::RocksKeyedTable;
 
 use std::mem::size_of;
 use std::sync::Arc;
@@ -23,7 +29,8 @@ use state_api::{
 use crate::cache::{Key, WorkingMap};
 use crate::format::{RowCodec, decode_stored_values, encode_stored_values, prefix_bytes};
 use crate::store::Shared;
-use crate::write_behind::{SharedWriteBehind, WriteBehind};
+
+use changes::Changes;
 
 /// When the pool refuses a cache admission, clean entries not used in the open bundle are
 /// evicted until about this fraction (1/N) of the cache's bytes is free again.
@@ -42,6 +49,9 @@ struct Slot<V> {
     dirty_in: u64,
     /// The key's place in the table's dirty list while `dirty_in` is the open bundle.
     dirty_at: usize,
+    /// Committed (or changed in the open bundle) and not yet written to RocksDB: the
+    /// write-behind state. A pending slot is never evicted.
+    pending: bool,
     /// Bytes reserved from the pool for this entry.
     reserved: usize,
     /// The last bundle that named or touched the key (entries of the open bundle are never
@@ -57,6 +67,7 @@ impl<V> Slot<V> {
             last_access: 0,
             dirty_in: 0,
             dirty_at: 0,
+            pending: false,
             reserved: 0,
             bundle,
         }
@@ -69,53 +80,16 @@ impl<V> Slot<V> {
             last_access,
             dirty_in: 0,
             dirty_at: 0,
+            pending: false,
             reserved: 0,
             bundle,
         }
     }
 }
 
-/// A key dirtied in the open bundle and what its commit writes: `(last access, value)`, or
-/// `None` for a delete. The record is a copy of the slot's state, kept current by every
-/// change of a dirty slot, so that a commit encodes from this list in order without looking
-/// up a key again (a lookup is a cache miss per key in a large working map).
-#[derive(Debug)]
-struct Dirty<V> {
-    key: Key,
-    write: Option<(i64, V)>,
-}
-
-/// A keyed table stored in its own RocksDB column family.
-///
-/// - [`begin_bundle`](state_api::KeyedTable::begin_bundle) fetches every named key that is not cached
-///   with **one** `batched_multi_get_cf` (pinned values, input order, keys need not be
-///   sorted) and decodes all hits with one arrow-row conversion and one
-///   [`ValueCodec::decode`] into the working map. A key not named is fetched alone with
-///   `get_pinned_cf` (counted in [`TableStats::point_hydrations`]) and stays resident.
-///   While the working map is **complete** (the table was opened empty and has evicted
-///   nothing since), a key it lacks is absent: nothing is looked up or read.
-/// - Every change of a dirty key updates its entry in the bundle's dirty list (the value to
-///   write or a delete), so a commit encodes that list in order without a lookup per key.
-/// - [`commit_bundle`](state_api::KeyedTable::commit_bundle) encodes the dirty values with one
-///   [`ValueCodec::encode`] and one arrow-row conversion and hands every dirty key once to the
-///   table's write-behind buffer (see [`RocksSlot::with_write_behind`](crate::RocksSlot::with_write_behind)),
-///   or, with a limit of 0, writes them in **one** `WriteBatch` with the WAL off. No flush is
-///   forced; the working map then stays a **clean cache** of committed state, so hot keys of
-///   later bundles need no read. Removed and expired keys
-///   leave it; it is cleared whole only after a restore or a sweep that removed entries
-///   (RocksDB changed underneath).
-/// - The working map is a hashbrown table with foldhash over RocksDB keys stored inline up
-///   to 22 bytes: a get, put or remove hashes its key once and allocates nothing for a key
-///   already resident; dirty keys are listed inline too.
-/// - Memory: every resident entry (pending write or cached value) reserves
-///   `key length + size_of::<Slot<V>>() +` [`ValueCodec::heap_size`] from the store's pool,
-///   so the cache is as large as the pool grants. When the pool refuses, clean entries not
-///   used in the open bundle are evicted until an eighth of the cache's bytes is free and the
-///   reservation is tried once more. A `put` still refused is [`Error::MemoryExhausted`](state_api::Error::MemoryExhausted) and
-///   leaves the key as it was; a hydrated value still refused is kept for the bundle only.
-/// - TTL: Flink's rules on read (see [`KeyedTable`](state_api::KeyedTable)), the TTL compaction filter in the
-///   background, and [`sweep_expired`](state_api::KeyedTable::sweep_expired) as a bounded scan.
-pub struct RocksKeyedTable<C: ValueCodec> {
+/// The state of a keyed table ([`RocksKeyedTable`] describes the behaviour): its working map,
+/// bundle bookkeeping and write-behind state.
+pub(crate) struct TableCore<C: ValueCodec> {
     name: String,
     codec: C,
     ttl: Option<TtlConfig>,
@@ -134,8 +108,8 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     bundle_phase: BundlePhase,
     /// The number of the open (or last) bundle.
     bundle: u64,
-    /// Keys dirtied in the open bundle, each once, with what their commit writes.
-    dirty: Vec<Dirty<C::Value>>,
+    /// What the bundle's changes leave to write (`changes.rs`).
+    changes: Changes<C::Value>,
     /// Keys removed or cleared as expired in the open bundle (they leave the working map at
     /// commit unless put again).
     dead_keys: Vec<(Key, u64)>,
@@ -143,8 +117,8 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     transient_keys: Vec<Key>,
     /// The store generation the cached entries belong to (a native restore bumps it).
     generation: u64,
-    /// Whether the working map holds every key the table has (in RocksDB or the
-    /// write-behind buffer): then a key it lacks is absent, and neither `begin_bundle` nor
+    /// Whether the working map holds every key the table has (every key with a pending
+    /// write is resident, so this is about RocksDB): then a key it lacks is absent, and neither `begin_bundle` nor
     /// a get need look anywhere else. True for a table opened empty; false from the first
     /// eviction, refused admission or cache clear (a restore, a sweep that removed
     /// entries) on.
@@ -154,18 +128,20 @@ pub struct RocksKeyedTable<C: ValueCodec> {
     staged_cf: Option<String>,
     sweep_cursor: Option<Vec<u8>>,
     stats: TableStats,
-    /// Committed values not yet in RocksDB (shared with the store; see `write_behind.rs`).
-    write_behind: SharedWriteBehind,
-    /// The buffer's limit in bytes; 0 writes every commit through.
+    /// The write-behind limit in bytes ([`Self::pending_bytes`]); 0 writes every commit
+    /// through.
     write_behind_limit: usize,
+    /// Flushes that wrote at least one key, and the keys they wrote.
+    flushes: u64,
+    flushed_keys: u64,
     /// A commit's encoded values, back to back (`encoded_ends` ends each).
     encoded: Vec<u8>,
     encoded_ends: Vec<usize>,
 }
 
-impl<C: ValueCodec> std::fmt::Debug for RocksKeyedTable<C> {
+impl<C: ValueCodec> std::fmt::Debug for TableCore<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RocksKeyedTable")
+        f.debug_struct("TableCore")
             .field("name", &self.name)
             .field("key_groups", &self.key_groups)
             .field("stats", &self.stats)
@@ -173,7 +149,7 @@ impl<C: ValueCodec> std::fmt::Debug for RocksKeyedTable<C> {
     }
 }
 
-impl<C: ValueCodec> RocksKeyedTable<C> {
+impl<C: ValueCodec> TableCore<C> {
     pub(crate) fn new(
         name: &str,
         codec: C,
@@ -184,10 +160,8 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
         let fields = codec.fields();
         let rows = RowCodec::try_new(name, &fields)?;
         let generation = shared.generation();
-        let write_behind = shared.write_behind_of(name, config.memory_pool());
         let write_behind_limit = shared.slot.write_behind();
-        let complete =
-            WriteBehind::lock(&write_behind).is_empty() && shared.read().table_is_empty(name)?;
+        let complete = shared.read().table_is_empty(name)?;
         Ok(Self {
             name: name.to_owned(),
             schema: canonical_schema(&fields),
@@ -205,7 +179,7 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             miss_ends: Vec::new(),
             bundle_phase: BundlePhase::default(),
             bundle: 0,
-            dirty: Vec::new(),
+            changes: Changes::new(write_behind_limit == 0),
             dead_keys: Vec::new(),
             transient_keys: Vec::new(),
             generation,
@@ -214,34 +188,28 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
             staged_cf: None,
             sweep_cursor: None,
             stats: TableStats::default(),
-            write_behind,
             write_behind_limit,
+            flushes: 0,
+            flushed_keys: 0,
             encoded: Vec::new(),
             encoded_ends: Vec::new(),
         })
     }
 
-    /// Bytes this table's working map (pending bundle writes and cached values) currently
-    /// holds from the memory pool.
-    pub fn reserved_bytes(&self) -> usize {
+    pub(crate) fn reserved_bytes(&self) -> usize {
         self.reservation.size()
     }
 
-    /// Bytes the table's write-behind buffer (committed values not yet in RocksDB) holds
-    /// from the memory pool.
-    pub fn write_behind_bytes(&self) -> usize {
-        WriteBehind::lock(&self.write_behind).reserved_bytes()
+    pub(crate) fn write_behind_bytes(&self) -> usize {
+        self.changes.pending_bytes
     }
 
-    /// `(flushes, keys)`: how often the write-behind buffer was written to RocksDB and how
-    /// many keys it wrote (with write-through, `(0, 0)`: every commit writes directly).
-    pub fn write_behind_flushes(&self) -> (u64, u64) {
-        WriteBehind::lock(&self.write_behind).flush_counts()
+    pub(crate) fn bundle_open(&self) -> bool {
+        self.bundle_phase.is_open()
     }
 
-    /// Writes the write-behind buffer to RocksDB.
-    fn flush_write_behind(&self) -> Result<()> {
-        WriteBehind::lock(&self.write_behind).flush(&self.shared, &self.name)
+    pub(crate) fn write_behind_flushes(&self) -> (u64, u64) {
+        (self.flushes, self.flushed_keys)
     }
 
     fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
@@ -285,30 +253,12 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: &C::Value) -> usi
     key_len + size_of::<Slot<C::Value>>() + codec.heap_size(value)
 }
 
-/// Marks `slot` (of `key`) dirty in `bundle` after a change, listing the key once per bundle
-/// with the write its commit makes: the slot's value and last access while it is live, a
-/// delete otherwise.
-fn mark_dirty<V: Clone>(slot: &mut Slot<V>, dirty: &mut Vec<Dirty<V>>, key: &[u8], bundle: u64) {
-    let write = match (&slot.value, slot.live) {
-        (Some(value), true) => Some((slot.last_access, value.clone())),
-        _ => None,
-    };
-    if slot.dirty_in == bundle
-        && let Some(listed) = dirty.get_mut(slot.dirty_at)
-    {
-        listed.write = write;
-        return;
-    }
-    slot.dirty_in = bundle;
-    slot.dirty_at = dirty.len();
-    dirty.push(Dirty {
-        key: Key::from(key),
-        write,
-    });
-}
-
-impl<C: ValueCodec> Drop for RocksKeyedTable<C> {
+impl<C: ValueCodec> Drop for TableCore<C> {
+    /// Writes the pending entries (committed state only, also while a bundle is open; a
+    /// failure is lost with the handle, as a crash would lose it), ends an open bundle's
+    /// count and drops a staged restore.
     fn drop(&mut self) {
+        let _ = self.flush_pending();
         if self.bundle_phase.is_open() {
             self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
         }

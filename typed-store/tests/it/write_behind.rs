@@ -153,68 +153,77 @@ fn write_through_and_limits() {
 }
 
 #[test]
-fn a_refusing_pool_writes_through_and_counts_every_byte() {
+fn a_refusing_pool_flushes_pending_writes_and_counts_every_byte() {
     let dir = tempfile::tempdir().expect("tmp");
     let slot = RocksSlot::try_new(16 << 20).expect("slot");
     let clock = ManualClock::new(1);
     let mp = mp128();
-    // Enough for the bundle's working map (~6 KiB), not for a second copy in the buffer.
-    let pool = Arc::new(BoundedMemoryPool::new(10 << 10));
+    // Room for a few hundred resident keys: 1,000 keys need evictions, and pending writes
+    // are never evicted, so the pool's refusals must flush them.
+    let pool = Arc::new(BoundedMemoryPool::new(48 << 10));
     let config = full_config(mp, &clock).with_memory_pool(pool.clone());
     let mut store = RocksStore::open(dir.path(), config, &slot).expect("open");
     let mut t = store.open_table("t", I64Codec, None).expect("table");
-    let keys: Vec<Key> = (0..100).map(|i| key(i, mp)).collect();
+    let keys: Vec<Key> = (0..1000).map(|i| key(i, mp)).collect();
     for round in 1..=3 {
-        write_all(&mut t, &puts(&keys, round));
-        assert!(pool.used() <= 10 << 10);
-        assert_eq!(
-            pool.used(),
-            t.reserved_bytes() + t.write_behind_bytes(),
-            "every byte of the table is reserved"
-        );
+        for chunk in keys.chunks(100) {
+            write_all(&mut t, &puts(chunk, round));
+            assert!(pool.used() <= 48 << 10);
+            assert_eq!(
+                pool.used(),
+                t.reserved_bytes(),
+                "every byte of the table is reserved, pending writes included"
+            );
+        }
     }
-    assert_eq!(read_all(&mut t, &keys), vec![Some(3); keys.len()]);
-    assert_eq!(
-        t.write_behind_bytes(),
-        0,
-        "the buffer never got the pool's memory"
+    assert!(
+        t.write_behind_flushes().0 >= 1,
+        "the refusals flushed the pending writes"
     );
+    let mut got = Vec::new();
+    for chunk in keys.chunks(100) {
+        got.extend(read_all(&mut t, chunk));
+    }
+    assert_eq!(got, vec![Some(3); keys.len()], "nothing committed was lost");
     drop(t);
     drop(store);
     assert_eq!(
         pool.used(),
         0,
-        "store closed: the buffer's reservation is returned"
+        "store closed: every reservation is returned"
     );
 }
 
 #[test]
-fn the_buffer_never_fills_a_bounded_pool_past_half() {
+fn a_flush_inside_an_open_bundle_writes_committed_state_only() {
     let dir = tempfile::tempdir().expect("tmp");
     let slot = RocksSlot::try_new(16 << 20).expect("slot");
     let clock = ManualClock::new(1);
     let mp = mp128();
-    let capacity = 64 << 10;
-    let pool = Arc::new(BoundedMemoryPool::new(capacity));
-    let config = full_config(mp, &clock).with_memory_pool(pool.clone());
-    let mut store = RocksStore::open(dir.path(), config, &slot).expect("open");
-    let mut t = store.open_table("t", I64Codec, None).expect("table");
-    let keys: Vec<Key> = (0..400).map(|i| key(i, mp)).collect();
-    let mut buffered = false;
-    for chunk in keys.chunks(10) {
-        write_all(&mut t, &puts(chunk, 1));
-        let held = t.write_behind_bytes();
-        buffered |= held > 0;
-        assert!(
-            held == 0 || pool.used() <= capacity / 2,
-            "{held} bytes buffered with {} of {capacity} used",
-            pool.used()
-        );
+    let keys: Vec<Key> = (0..50).map(|i| key(i, mp)).collect();
+    {
+        let mut store = RocksStore::open(dir.path(), full_config(mp, &clock), &slot).expect("open");
+        let mut t = store.open_table("t", I64Codec, None).expect("table");
+        write_all(&mut t, &puts(&keys, 1));
+        // An open bundle changes every key (pending from the commit above), then the handle
+        // is dropped without a commit: its flush writes what was committed.
+        let named: Vec<_> = keys.iter().map(|(kg, k)| (*kg, k.as_slice())).collect();
+        t.begin_bundle(&named).expect("begin");
+        for (i, (kg, k)) in keys.iter().enumerate() {
+            if i % 2 == 0 {
+                t.put(*kg, k, 99).expect("put");
+            } else {
+                t.remove(*kg, k).expect("remove");
+            }
+        }
+        let extra = key(1000, mp);
+        t.put(extra.0, &extra.1, 5).expect("put of a new key");
+        // A store-level flush cannot reach a table in a bundle.
+        assert!(store.flush_table("t").is_err());
+        drop(t);
     }
-    assert!(buffered, "small commits are buffered");
-    assert!(
-        t.write_behind_flushes().0 >= 1,
-        "pressure flushed the buffer"
-    );
+    let mut store = RocksStore::open(dir.path(), full_config(mp, &clock), &slot).expect("open");
+    let mut t = store.open_table("t", I64Codec, None).expect("table");
     assert_eq!(read_all(&mut t, &keys), vec![Some(1); keys.len()]);
+    assert_eq!(read_all(&mut t, &[key(1000, mp)]), vec![None]);
 }
