@@ -6,24 +6,28 @@
 //! the state update), value = the record's count. A probe is a prefix scan of the other
 //! side.
 
-use std::collections::HashMap;
-use std::ops::ControlFlow;
+mod bundle;
+mod output;
+mod probe;
+
 use std::sync::Arc;
 
 use arrow_schema::{Field, Fields, SchemaRef};
-use keygroup::{KeyGroup, RowKind};
 use sfcs_format::Container;
 use state_api::{
     CanonicalTable, I64Codec, MapHydration, MapStateStore, MapTable, MemoryPool, MemoryReservation,
-    RestoreSummary, Row, Scalar, SnapshotSummary, UserKeyRange, restore_canonical_snapshot,
-    write_canonical_snapshot,
+    RestoreSummary, SnapshotSummary, restore_canonical_snapshot, write_canonical_snapshot,
 };
 
-use crate::changelog::{ChangelogBatch, is_accumulate, schema_of, validated_rows};
+use crate::changelog::{ChangelogBatch, is_accumulate, schema_of};
 use crate::condition::{JoinCondition, JoinSide};
 use crate::error::{Error, Result};
 use crate::key::{KeyEncoder, RecordEncoder};
 use crate::spec::JoinSpec;
+
+use bundle::BundleInput;
+use output::Emitter;
+use probe::{Probe, ProbeCache, Types};
 
 /// The state format version of [`InnerJoin`].
 pub const JOIN_STATE_VERSION: u32 = 1;
@@ -48,13 +52,6 @@ pub struct InnerJoin<S: MapStateStore> {
     pool: Arc<dyn MemoryPool>,
     probe_cache_bytes: usize,
 }
-
-/// One input row ready for the join: side, kind, values, key group, key, record bytes,
-/// whether the key has a null.
-type Work = (JoinSide, RowKind, Row, KeyGroup, Vec<u8>, Vec<u8>, bool);
-
-/// Decoded records of one (side, join key) reused by the probes of a bundle.
-type Decoded = Vec<(Row, i64)>;
 
 impl<S: MapStateStore> InnerJoin<S> {
     /// Opens `<operator_id>.left` and `<operator_id>.right` in `store`.
@@ -169,22 +166,15 @@ impl<S: MapStateStore> InnerJoin<S> {
         sink: &mut dyn FnMut(ChangelogBatch) -> Result<()>,
     ) -> Result<()> {
         // Validate and encode everything first.
-        let mut work: Vec<Work> = Vec::new();
-        for (side, batch) in segments {
-            let s = match side {
-                JoinSide::Left => &mut self.left,
-                JoinSide::Right => &mut self.right,
-            };
-            let rows = validated_rows(&s.fields, batch)?;
-            for (row, kind) in rows.into_iter().zip(batch.kinds()) {
-                let mut key = Vec::new();
-                let kg = s.keys.encode(&row, &mut key)?;
-                let record = s.records.encode(&row)?;
-                let null_key = s.keys.has_null(&row);
-                work.push((*side, *kind, row, kg, key, record, null_key));
-            }
-        }
-        let prefixes: Vec<(KeyGroup, &[u8])> = work.iter().map(|w| (w.3, w.4.as_slice())).collect();
+        let input = BundleInput::encode(segments, &mut self.left, &mut self.right)?;
+        let mut out = Emitter::try_new(
+            &self.output,
+            self.left.records.types(),
+            self.right.records.types(),
+            chunk_rows,
+            sink,
+        )?;
+        let prefixes = input.prefixes();
         self.left
             .table
             .begin_bundle(MapHydration::prefixes(&prefixes))?;
@@ -196,45 +186,45 @@ impl<S: MapStateStore> InnerJoin<S> {
             self.left.table.commit_bundle()?;
             return Err(e.into());
         }
-        let mut out = Emitter {
-            rows: Vec::new(),
-            chunk_rows: chunk_rows.max(1),
-            schema: Arc::clone(&self.output),
-            sink,
+        let mut cache = ProbeCache::new(
+            input.keys.len(),
+            self.probe_cache_bytes,
+            MemoryReservation::new(Arc::clone(&self.pool)),
+        );
+        let (left, right) = (&mut self.left, &mut self.right);
+        let probe = Probe {
+            condition: self.condition.as_ref(),
+            input: &input,
+            left: Types::of(&left.records),
+            right: Types::of(&right.records),
         };
-        let mut cache: HashMap<(bool, Vec<u8>), Decoded> = HashMap::new();
-        let mut reservation = MemoryReservation::new(Arc::clone(&self.pool));
-        for (side, kind, row, kg, key, record, null_key) in &work {
-            let is_left = *side == JoinSide::Left;
-            if !null_key {
-                self.probe(
-                    is_left,
-                    *kind,
-                    row,
-                    *kg,
-                    key,
-                    &mut cache,
-                    &mut reservation,
-                    &mut out,
-                )?;
-            }
-            let own = if is_left {
-                &mut self.left.table
-            } else {
-                &mut self.right.table
+        for row in &input.rows {
+            let is_left = row.side == JoinSide::Left;
+            let Some(key) = input.keys.get(row.key) else {
+                continue;
             };
-            let count = own.get(*kg, key, record)?.copied();
-            let changed = if is_accumulate(*kind) {
-                own.put(*kg, key, record, count.unwrap_or(0) + 1)?;
+            let (kg, prefix) = (key.key_group, input.slice(&key.bytes));
+            let record = input.slice(&row.record);
+            let (own, other) = if is_left {
+                (&mut left.table, &mut right.table)
+            } else {
+                (&mut right.table, &mut left.table)
+            };
+            if !row.null_key {
+                probe.run(row, kg, prefix, other, &mut cache, &mut out)?;
+            }
+            let count = own.get(kg, prefix, record)?.copied();
+            let changed = if is_accumulate(row.kind) {
+                own.put(kg, prefix, record, count.unwrap_or(0) + 1)?;
                 true
             } else {
                 match count {
                     Some(c) if c > 1 => {
-                        own.put(*kg, key, record, c - 1)?;
+                        own.put(kg, prefix, record, c - 1)?;
                         true
                     }
                     Some(_) => {
-                        own.remove(*kg, key, record)?;
+                        own.remove(kg, prefix, record)?;
                         true
                     }
                     // A retraction of a record not in state changes nothing.
@@ -242,91 +232,13 @@ impl<S: MapStateStore> InnerJoin<S> {
                 }
             };
             if changed {
-                cache.remove(&(is_left, key.clone()));
+                cache.invalidate(is_left, row.key);
             }
         }
-        reservation.free();
+        cache.free();
         out.flush()?;
         self.left.table.commit_bundle()?;
         self.right.table.commit_bundle()?;
-        Ok(())
-    }
-
-    /// Emits the matches of `row` with the other side's records of `key`, each `count`
-    /// times, with `row`'s kind.
-    #[expect(clippy::too_many_arguments, reason = "one probe's context")]
-    fn probe(
-        &mut self,
-        is_left: bool,
-        kind: RowKind,
-        row: &[Scalar],
-        kg: KeyGroup,
-        key: &[u8],
-        cache: &mut HashMap<(bool, Vec<u8>), Decoded>,
-        reservation: &mut MemoryReservation,
-        out: &mut Emitter<'_>,
-    ) -> Result<()> {
-        let cache_key = (!is_left, key.to_vec());
-        if let Some(decoded) = cache.get(&cache_key) {
-            return emit(self.condition.as_ref(), is_left, kind, row, decoded, out);
-        }
-        let condition = self.condition.as_ref();
-        let budget = self.probe_cache_bytes;
-        let other = if is_left {
-            &mut self.right
-        } else {
-            &mut self.left
-        };
-        let (table, records) = (&mut other.table, &other.records);
-        // Decode into the cache while the reservation grows; once it is refused, emit what
-        // was decoded and go on lazily, one record at a time (holding nothing more).
-        let mut decoded: Decoded = Vec::new();
-        let mut cached_bytes = 0usize;
-        let mut lazy = false;
-        let mut failure = None;
-        table.scan(
-            kg,
-            key,
-            UserKeyRange::all(),
-            state_api::ScanDirection::Forward,
-            &mut |record, count| {
-                let r = match records.decode(record) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        failure = Some(e);
-                        return ControlFlow::Break(());
-                    }
-                };
-                if !lazy {
-                    let bytes = record.len() * 2 + std::mem::size_of::<(Row, i64)>();
-                    if cached_bytes + bytes <= budget && reservation.try_grow(bytes).is_ok() {
-                        cached_bytes += bytes;
-                        decoded.push((r, *count));
-                        return ControlFlow::Continue(());
-                    }
-                    lazy = true;
-                    let emitted = emit(condition, is_left, kind, row, &decoded, out);
-                    decoded = Vec::new();
-                    reservation.shrink(cached_bytes);
-                    if let Err(e) = emitted {
-                        failure = Some(e);
-                        return ControlFlow::Break(());
-                    }
-                }
-                if let Err(e) = emit(condition, is_left, kind, row, &[(r, *count)], out) {
-                    failure = Some(e);
-                    return ControlFlow::Break(());
-                }
-                ControlFlow::Continue(())
-            },
-        )?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        if !lazy {
-            emit(condition, is_left, kind, row, &decoded, out)?;
-            cache.insert(cache_key, decoded);
-        }
         Ok(())
     }
 
@@ -360,59 +272,4 @@ impl<S: MapStateStore> InnerJoin<S> {
             &self.pool,
         )?)
     }
-}
-
-/// The output of a bundle under construction, handed to the sink every `chunk_rows` rows.
-struct Emitter<'a> {
-    rows: Vec<(RowKind, Row)>,
-    chunk_rows: usize,
-    schema: SchemaRef,
-    sink: &'a mut dyn FnMut(ChangelogBatch) -> Result<()>,
-}
-
-impl Emitter<'_> {
-    fn push(&mut self, kind: RowKind, row: Row) -> Result<()> {
-        self.rows.push((kind, row));
-        if self.rows.len() >= self.chunk_rows {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Hands the pending rows (if any) to the sink.
-    fn flush(&mut self) -> Result<()> {
-        if self.rows.is_empty() {
-            return Ok(());
-        }
-        let batch = ChangelogBatch::from_rows(&self.schema, &self.rows)?;
-        self.rows.clear();
-        (self.sink)(batch)
-    }
-}
-
-fn emit(
-    condition: Option<&JoinCondition>,
-    is_left: bool,
-    kind: RowKind,
-    row: &[Scalar],
-    others: &[(Row, i64)],
-    out: &mut Emitter<'_>,
-) -> Result<()> {
-    for (other, count) in others {
-        let (l, r) = if is_left {
-            (row, other.as_slice())
-        } else {
-            (other.as_slice(), row)
-        };
-        if condition.is_some_and(|c| !c.eval(l, r)) {
-            continue;
-        }
-        for _ in 0..*count {
-            let mut joined = Vec::with_capacity(l.len() + r.len());
-            joined.extend_from_slice(l);
-            joined.extend_from_slice(r);
-            out.push(kind, joined)?;
-        }
-    }
-    Ok(())
 }
