@@ -7,7 +7,7 @@ mod handle;
 
 pub use handle::MemoryMapTable;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, btree_map};
 use std::mem::size_of;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -265,29 +265,32 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         let Some(group) = groups.get_mut(index) else {
             return Ok(());
         };
-        if let Some(entry) = group.get_mut(key) {
-            let old_heap = codec.heap_size(&entry.value);
-            if new_heap > old_heap {
-                reservation.try_grow(new_heap - old_heap)?;
-            } else {
-                reservation.shrink(old_heap - new_heap);
+        // One search for both cases (the key's box is made before it).
+        let key_len = key.len();
+        match group.entry(key.into()) {
+            btree_map::Entry::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
+                let old_heap = codec.heap_size(&entry.value);
+                if new_heap > old_heap {
+                    reservation.try_grow(new_heap - old_heap)?;
+                } else {
+                    reservation.shrink(old_heap - new_heap);
+                }
+                entry.live = true;
+                entry.value = value;
+                entry.last_access = now;
+                mark_dirty(entry, *epoch, dirty_in_bundle);
             }
-            entry.live = true;
-            entry.value = value;
-            entry.last_access = now;
-            mark_dirty(entry, *epoch, dirty_in_bundle);
-        } else {
-            reservation.try_grow(entry_size::<C::Value>(key.len(), new_heap))?;
-            group.insert(
-                key.into(),
-                Entry {
+            btree_map::Entry::Vacant(vacant) => {
+                reservation.try_grow(entry_size::<C::Value>(key_len, new_heap))?;
+                vacant.insert(Entry {
                     value,
                     last_access: now,
                     live: true,
                     dirty_epoch: *epoch,
-                },
-            );
-            *dirty_in_bundle += 1;
+                });
+                *dirty_in_bundle += 1;
+            }
         }
         Ok(())
     }

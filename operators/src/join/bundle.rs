@@ -13,7 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use keygroup::{KeyGroup, RowKind};
-use state_api::Scalar;
+use state_api::{MapHydration, Scalar};
 
 use crate::changelog::{ChangelogBatch, read_row_into, validate};
 use crate::condition::JoinSide;
@@ -137,12 +137,47 @@ impl BundleInput {
         self.bytes.get(range.clone()).unwrap_or_default()
     }
 
-    /// Every distinct key with its key group (the bundle's hydration list).
-    pub(super) fn prefixes(&self) -> Vec<(KeyGroup, &[u8])> {
-        self.keys
-            .iter()
-            .map(|k| (k.key_group, self.slice(&k.bytes)))
-            .collect()
+    /// What the bundle reads of `side`'s table: the join keys the other side's rows probe
+    /// (non-null keys; every record of each, once per key) and the single records `side`'s
+    /// own rows update.
+    pub(super) fn reads(&self, side: JoinSide) -> Reads<'_> {
+        let mut probed = vec![false; self.keys.len()];
+        let mut reads = Reads::default();
+        for row in &self.rows {
+            let Some(key) = self.keys.get(row.key) else {
+                continue;
+            };
+            let prefix = self.slice(&key.bytes);
+            if row.side == side {
+                reads
+                    .entries
+                    .push((key.key_group, prefix, self.slice(&row.record)));
+            } else if !row.null_key
+                && let Some(seen) = probed.get_mut(row.key)
+                && !*seen
+            {
+                *seen = true;
+                reads.prefixes.push((key.key_group, prefix));
+            }
+        }
+        reads
+    }
+}
+
+/// The hydration list of one side's table for a bundle.
+#[derive(Debug, Default)]
+pub(super) struct Reads<'a> {
+    prefixes: Vec<(KeyGroup, &'a [u8])>,
+    entries: Vec<(KeyGroup, &'a [u8], &'a [u8])>,
+}
+
+impl Reads<'_> {
+    /// The list as a [`MapHydration`].
+    pub(super) fn hydration(&self) -> MapHydration<'_> {
+        MapHydration {
+            prefixes: &self.prefixes,
+            entries: &self.entries,
+        }
     }
 }
 
@@ -207,7 +242,7 @@ mod tests {
         let other = input.intern(kg, b"other");
         assert_eq!(other, c);
         assert_eq!(input.intern(kg, b"other"), other);
-        assert_eq!(input.prefixes().len(), 3);
+        assert_eq!(input.keys.len(), 3);
         assert_ne!(hash_bytes(b""), hash_bytes(&[0]));
     }
 }

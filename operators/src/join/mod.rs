@@ -15,7 +15,7 @@ use std::sync::Arc;
 use arrow_schema::{Field, Fields, SchemaRef};
 use sfcs_format::Container;
 use state_api::{
-    CanonicalTable, I64Codec, MapHydration, MapStateStore, MapTable, MemoryPool, MemoryReservation,
+    CanonicalTable, I64Codec, MapStateStore, MapTable, MemoryPool, MemoryReservation,
     RestoreSummary, SnapshotSummary, restore_canonical_snapshot, write_canonical_snapshot,
 };
 
@@ -174,15 +174,9 @@ impl<S: MapStateStore> InnerJoin<S> {
             chunk_rows,
             sink,
         )?;
-        let prefixes = input.prefixes();
-        self.left
-            .table
-            .begin_bundle(MapHydration::prefixes(&prefixes))?;
-        if let Err(e) = self
-            .right
-            .table
-            .begin_bundle(MapHydration::prefixes(&prefixes))
-        {
+        let (left_reads, right_reads) = (input.reads(JoinSide::Left), input.reads(JoinSide::Right));
+        self.left.table.begin_bundle(left_reads.hydration())?;
+        if let Err(e) = self.right.table.begin_bundle(right_reads.hydration()) {
             self.left.table.commit_bundle()?;
             return Err(e.into());
         }
