@@ -4,8 +4,10 @@
 
 mod checkpoint;
 mod handle;
+mod key;
 
 pub use handle::MemoryMapTable;
+use key::MapKey;
 
 use std::collections::{BTreeMap, btree_map};
 use std::mem::size_of;
@@ -37,10 +39,10 @@ struct Entry<V> {
     dirty_epoch: u64,
 }
 
-type Group<V> = BTreeMap<Box<[u8]>, Entry<V>>;
+type Group<V> = BTreeMap<MapKey, Entry<V>>;
 
 fn entry_size<V>(key_len: usize, heap: usize) -> usize {
-    key_len + size_of::<Entry<V>>() + size_of::<Box<[u8]>>() + ENTRY_OVERHEAD + heap
+    MapKey::heap_bytes(key_len) + size_of::<MapKey>() + size_of::<Entry<V>>() + ENTRY_OVERHEAD + heap
 }
 
 #[derive(Debug)]
@@ -61,7 +63,7 @@ pub(crate) struct MapCore<C: ValueCodec> {
     max_parallelism: MaxParallelism,
     clock: Arc<dyn Clock>,
     groups: Vec<Group<C::Value>>,
-    buried: Vec<(usize, Box<[u8]>)>,
+    buried: Vec<(usize, MapKey)>,
     reservation: MemoryReservation,
     bounded_pool: bool,
     bundle: BundlePhase,
@@ -488,17 +490,17 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             // exactly those that start with it.
             ScanDirection::Forward if whole_prefix => group
                 .range::<[u8], _>((lower, Bound::Unbounded))
-                .take_while(|(k, _)| starts_with(k, prefix))
-                .try_for_each(|(k, e)| step(k, e)),
+                .take_while(|(k, _)| starts_with(k.as_bytes(), prefix))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
             ScanDirection::Forward => group
                 .range::<[u8], _>((lower, Bound::Unbounded))
-                .take_while(|(k, _)| below(k, upper))
-                .try_for_each(|(k, e)| step(k, e)),
+                .take_while(|(k, _)| below(k.as_bytes(), upper))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
             ScanDirection::Reverse => group
                 .range::<[u8], _>((Bound::Unbounded, upper))
                 .rev()
-                .take_while(|(k, _)| above(k, lower))
-                .try_for_each(|(k, e)| step(k, e)),
+                .take_while(|(k, _)| above(k.as_bytes(), lower))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
         };
         Ok(())
     }
@@ -591,7 +593,7 @@ impl<C: ValueCodec> CanonicalTable for MapCore<C> {
             .filter(|(_, e)| {
                 e.live && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now))
             })
-            .map(|(k, e)| (&**k, e.last_access, &e.value))
+            .map(|(k, e)| (k.as_bytes(), e.last_access, &e.value))
             .collect();
         if rows.is_empty() {
             return Ok(None);
