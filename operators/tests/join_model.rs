@@ -189,8 +189,16 @@ fn assert_same(actual: &Rows, expected: &Rows, what: &str) {
     }
 }
 
-/// Runs `bundles` through an `InnerJoin` on `backend` and through the model; compares.
-fn check<B: Backend>(backend: &B, seed: u64, cache: usize, chunk: usize, condition: bool) {
+/// Runs seeded bundles through an `InnerJoin` on `backend` and through the model; compares.
+/// Returns the output rows by kind (`+I`, `-U`, `+U`, `-D`).
+fn check<B: Backend>(
+    backend: &B,
+    seed: u64,
+    cache: usize,
+    chunk: usize,
+    condition: bool,
+) -> [usize; 4] {
+    let mut kinds = [0; 4];
     let fields = side_fields("l");
     let right_fields = side_fields("r");
     let width = fields.len();
@@ -236,15 +244,26 @@ fn check<B: Backend>(backend: &B, seed: u64, cache: usize, chunk: usize, conditi
         })
         .unwrap();
         assert_same(&actual, &expected, &format!("{what} bundle {bundle}"));
+        for (kind, _) in &actual {
+            kinds[usize::from(kind.to_byte())] += 1;
+        }
     }
+    kinds
 }
 
 fn run_all<B: Backend>(backend: &B) {
+    let mut total = [0; 4];
     for seed in 0..12 {
         let cache = [0, 300, operators::DEFAULT_PROBE_CACHE_BYTES][usize::try_from(seed % 3).unwrap()];
         let chunk = [usize::MAX, 7][usize::try_from(seed / 3 % 2).unwrap()];
-        check(backend, seed, cache, chunk, seed % 4 >= 2);
+        let kinds = check(backend, seed, cache, chunk, seed % 4 >= 2);
+        println!("{} seed {seed}: rows by kind {kinds:?}", B::NAME);
+        for (t, k) in total.iter_mut().zip(kinds) {
+            *t += k;
+        }
     }
+    // Every kind came out, in quantity: the runs exercise matches, not empty probes.
+    assert!(total.iter().all(|n| *n > 100), "{total:?}");
 }
 
 #[test]
