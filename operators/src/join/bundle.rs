@@ -21,6 +21,9 @@ use crate::error::Result;
 
 use super::Side;
 
+/// Arena bytes a join keeps between bundles (the input's, the probe cache's).
+pub(super) const RETAINED_BYTES: usize = 1 << 20;
+
 /// Index of a distinct join key of a bundle (into [`BundleInput::keys`]).
 pub(super) type KeyId = usize;
 
@@ -63,10 +66,12 @@ impl BundleInput {
     /// # Errors
     /// An input error of a segment; a key or record encoding error.
     pub(super) fn encode<M>(
+        &mut self,
         segments: &[(JoinSide, &ChangelogBatch)],
         left: &mut Side<M>,
         right: &mut Side<M>,
-    ) -> Result<Self> {
+    ) -> Result<()> {
+        self.clear();
         let mut rows = 0;
         for (side, batch) in segments {
             let s = if *side == JoinSide::Left {
@@ -77,10 +82,8 @@ impl BundleInput {
             validate(&s.fields, batch)?;
             rows += batch.num_rows();
         }
-        let mut input = Self {
-            rows: Vec::with_capacity(rows),
-            ..Self::default()
-        };
+        let input = self;
+        input.rows.reserve(rows);
         let mut values: Vec<Scalar> = Vec::new();
         let mut key = Vec::new();
         for (side, batch) in segments {
@@ -106,7 +109,17 @@ impl BundleInput {
                 });
             }
         }
-        Ok(input)
+        Ok(())
+    }
+
+    /// Empties the input, keeping its buffers for the next bundle (at most
+    /// [`RETAINED_BYTES`] of arena).
+    pub(super) fn clear(&mut self) {
+        self.bytes.clear();
+        self.bytes.shrink_to(RETAINED_BYTES);
+        self.rows.clear();
+        self.keys.clear();
+        self.heads.clear();
     }
 
     /// The id of `key` (of `key_group`), stored on its first occurrence.

@@ -18,7 +18,7 @@ use crate::condition::{JoinCondition, JoinSide};
 use crate::error::Result;
 use crate::key::RecordEncoder;
 
-use super::bundle::{BundleInput, InputRow, KeyId};
+use super::bundle::{BundleInput, InputRow, KeyId, RETAINED_BYTES};
 use super::output::{Emitter, RecordRef, null_bits};
 
 /// One side's record layout.
@@ -62,16 +62,58 @@ fn side_index(left: bool) -> usize {
     usize::from(!left)
 }
 
+/// A probe cache's buffers between bundles.
+#[derive(Debug, Default)]
+pub(super) struct CacheBuffers {
+    bytes: Vec<u8>,
+    records: Vec<(Range<usize>, i64)>,
+    entries: [Vec<Option<Range<usize>>>; 2],
+}
+
 impl ProbeCache {
-    /// An empty cache for a bundle of `keys` distinct join keys.
-    pub(super) fn new(keys: usize, budget: usize, reservation: MemoryReservation) -> Self {
+    /// An empty cache for a bundle of `keys` distinct join keys, in `buffers` (emptied).
+    pub(super) fn new(
+        keys: usize,
+        budget: usize,
+        reservation: MemoryReservation,
+        buffers: CacheBuffers,
+    ) -> Self {
+        let CacheBuffers {
+            mut bytes,
+            mut records,
+            mut entries,
+        } = buffers;
+        bytes.clear();
+        records.clear();
+        for e in &mut entries {
+            e.clear();
+            e.resize(keys, None);
+        }
         Self {
-            bytes: Vec::new(),
-            records: Vec::new(),
-            entries: [vec![None; keys], vec![None; keys]],
+            bytes,
+            records,
+            entries,
             used: 0,
             budget,
             reservation,
+        }
+    }
+
+    /// Returns everything to the pool and hands back the buffers, at most
+    /// [`RETAINED_BYTES`] of them kept (the cached bytes are not charged between bundles).
+    pub(super) fn finish(mut self) -> CacheBuffers {
+        self.reservation.free();
+        self.bytes.clear();
+        self.bytes.shrink_to(RETAINED_BYTES);
+        self.records.clear();
+        self.records.shrink_to(RETAINED_BYTES / RECORD_OVERHEAD);
+        for e in &mut self.entries {
+            e.clear();
+        }
+        CacheBuffers {
+            bytes: self.bytes,
+            records: self.records,
+            entries: self.entries,
         }
     }
 
@@ -92,11 +134,6 @@ impl ProbeCache {
         {
             *e = None;
         }
-    }
-
-    /// Returns everything to the pool.
-    pub(super) fn free(&mut self) {
-        self.reservation.free();
     }
 
     /// Caches one record of the scan in progress; `false` when the budget or the pool
