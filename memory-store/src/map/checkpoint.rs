@@ -17,10 +17,14 @@ impl<C: ValueCodec> NativeTable for MapCore<C> {
             .iter()
             .enumerate()
             .flat_map(|(index, group)| {
-                group
-                    .iter()
-                    .filter(|(_, e)| e.live)
-                    .map(move |(k, e)| (index, Box::from(k.as_bytes()), e.last_access, e.value.clone()))
+                group.iter().filter(|(_, e)| e.live).map(move |(k, e)| {
+                    (
+                        index,
+                        Box::from(k.as_bytes()),
+                        e.last_access,
+                        e.value.clone(),
+                    )
+                })
             })
             .collect();
         RowsPart::boxed(KIND, &self.schema, rows)

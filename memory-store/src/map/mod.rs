@@ -42,7 +42,11 @@ struct Entry<V> {
 type Group<V> = BTreeMap<MapKey, Entry<V>>;
 
 fn entry_size<V>(key_len: usize, heap: usize) -> usize {
-    MapKey::heap_bytes(key_len) + size_of::<MapKey>() + size_of::<Entry<V>>() + ENTRY_OVERHEAD + heap
+    MapKey::heap_bytes(key_len)
+        + size_of::<MapKey>()
+        + size_of::<Entry<V>>()
+        + ENTRY_OVERHEAD
+        + heap
 }
 
 #[derive(Debug)]
@@ -686,7 +690,10 @@ mod tests {
         assert!(starts_with(b"0123456789abcdefXYZ", prefix));
         assert!(starts_with(prefix, prefix));
         assert!(!starts_with(b"0123456789abcdeg", prefix));
-        assert!(!starts_with(b"1123456789abcdef", prefix), "same tail, other head");
+        assert!(
+            !starts_with(b"1123456789abcdef", prefix),
+            "same tail, other head"
+        );
         assert!(!starts_with(b"0123", prefix));
         assert!(starts_with(b"abc", b"ab"));
         assert!(!starts_with(b"acb", b"ab"));
@@ -714,11 +721,20 @@ mod tests {
             out
         };
         let all: Vec<(Vec<u8>, i64)> = (0..4_u8).map(|u| (vec![u], i64::from(u))).collect();
-        assert_eq!(collect(&mut t, UserKeyRange::all(), ScanDirection::Forward), all);
+        assert_eq!(
+            collect(&mut t, UserKeyRange::all(), ScanDirection::Forward),
+            all
+        );
         let rev: Vec<_> = all.iter().rev().cloned().collect();
-        assert_eq!(collect(&mut t, UserKeyRange::all(), ScanDirection::Reverse), rev);
+        assert_eq!(
+            collect(&mut t, UserKeyRange::all(), ScanDirection::Reverse),
+            rev
+        );
         let mid = UserKeyRange::new(Bound::Excluded(&[0][..]), Bound::Included(&[2][..]));
-        assert_eq!(collect(&mut t, mid, ScanDirection::Forward), all[1..3].to_vec());
+        assert_eq!(
+            collect(&mut t, mid, ScanDirection::Forward),
+            all[1..3].to_vec()
+        );
         let rev_mid: Vec<_> = all[1..3].iter().rev().cloned().collect();
         assert_eq!(collect(&mut t, mid, ScanDirection::Reverse), rev_mid);
         t.commit_bundle().unwrap();

@@ -27,7 +27,7 @@ use crate::spec::JoinSpec;
 
 use bundle::BundleInput;
 use output::Emitter;
-use probe::{CacheBuffers, Probe, ProbeCache, Types};
+use probe::{CacheBuffers, Layout, Probe, ProbeCache};
 
 /// The state format version of [`InnerJoin`].
 pub const JOIN_STATE_VERSION: u32 = 1;
@@ -51,9 +51,9 @@ pub struct InnerJoin<S: MapStateStore> {
     output: SchemaRef,
     pool: Arc<dyn MemoryPool>,
     probe_cache_bytes: usize,
-    /// The last bundle's encoded input (its buffers are reused).
-    input: BundleInput,
-    cache_buffers: CacheBuffers,
+    /// The bundle's encoded input (its buffers are reused).
+    input: Box<BundleInput>,
+    cache_buffers: Box<CacheBuffers>,
 }
 
 impl<S: MapStateStore> InnerJoin<S> {
@@ -111,8 +111,8 @@ impl<S: MapStateStore> InnerJoin<S> {
             output: schema_of(&Fields::from(fields)),
             pool: Arc::clone(store.config().memory_pool()),
             probe_cache_bytes: DEFAULT_PROBE_CACHE_BYTES,
-            input: BundleInput::default(),
-            cache_buffers: CacheBuffers::default(),
+            input: Box::default(),
+            cache_buffers: Box::default(),
         })
     }
 
@@ -171,7 +171,8 @@ impl<S: MapStateStore> InnerJoin<S> {
         sink: &mut dyn FnMut(ChangelogBatch) -> Result<()>,
     ) -> Result<()> {
         // Validate and encode everything first.
-        self.input.encode(segments, &mut self.left, &mut self.right)?;
+        self.input
+            .encode(segments, &mut self.left, &mut self.right)?;
         let input = &self.input;
         let mut out = Emitter::try_new(
             &self.output,
@@ -190,14 +191,14 @@ impl<S: MapStateStore> InnerJoin<S> {
             input.keys.len(),
             self.probe_cache_bytes,
             MemoryReservation::new(Arc::clone(&self.pool)),
-            std::mem::take(&mut self.cache_buffers),
+            std::mem::take(&mut *self.cache_buffers),
         );
         let (left, right) = (&mut self.left, &mut self.right);
         let probe = Probe {
             condition: self.condition.as_ref(),
             input,
-            left: Types::of(&left.records),
-            right: Types::of(&right.records),
+            left: Layout::of(&left.records),
+            right: Layout::of(&right.records),
         };
         for row in &input.rows {
             let is_left = row.side == JoinSide::Left;
@@ -236,7 +237,7 @@ impl<S: MapStateStore> InnerJoin<S> {
                 cache.invalidate(is_left, row.key);
             }
         }
-        self.cache_buffers = cache.finish();
+        *self.cache_buffers = cache.finish();
         out.flush()?;
         self.input.clear();
         self.left.table.commit_bundle()?;

@@ -17,9 +17,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, PrimitiveBuilder, StringBuilder,
-};
+use arrow_array::builder::{BinaryBuilder, BooleanBuilder, PrimitiveBuilder, StringBuilder};
 use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
     Int64Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
@@ -76,6 +74,12 @@ struct Column {
     read: Read,
     data_type: DataType,
     values: Values,
+}
+
+/// The low 4 bytes of a slot (a 4-byte field).
+fn low4(slot: [u8; 8]) -> [u8; 4] {
+    let [b0, b1, b2, b3, ..] = slot;
+    [b0, b1, b2, b3]
 }
 
 fn corrupt() -> Error {
@@ -218,17 +222,17 @@ impl Column {
             (Read::Boolean, Values::Boolean(b)) => b.append_value(record.slot(pos)?[0] != 0),
             (Read::Int8, Values::Int8(b)) => b.append_value(record.slot(pos)?[0].cast_signed()),
             (Read::Int16, Values::Int16(b)) => {
-                let [a, c, ..] = record.slot(pos)?;
-                b.append_value(i16::from_le_bytes([a, c]));
+                let [lo, hi, ..] = record.slot(pos)?;
+                b.append_value(i16::from_le_bytes([lo, hi]));
             }
             (Read::Int32, Values::Int32(b)) => {
-                let [a, c, d, e, ..] = record.slot(pos)?;
-                b.append_value(i32::from_le_bytes([a, c, d, e]));
+                b.append_value(i32::from_le_bytes(low4(record.slot(pos)?)));
             }
-            (Read::Int64, Values::Int64(b)) => b.append_value(i64::from_le_bytes(record.slot(pos)?)),
+            (Read::Int64, Values::Int64(b)) => {
+                b.append_value(i64::from_le_bytes(record.slot(pos)?));
+            }
             (Read::Float32, Values::Float32(b)) => {
-                let [a, c, d, e, ..] = record.slot(pos)?;
-                b.append_value(f32::from_bits(u32::from_le_bytes([a, c, d, e])));
+                b.append_value(f32::from_bits(u32::from_le_bytes(low4(record.slot(pos)?))));
             }
             (Read::Float64, Values::Float64(b)) => {
                 b.append_value(f64::from_bits(u64::from_le_bytes(record.slot(pos)?)));

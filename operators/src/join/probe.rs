@@ -22,13 +22,13 @@ use super::bundle::{BundleInput, InputRow, KeyId, RETAINED_BYTES};
 use super::output::{Emitter, RecordRef, null_bits};
 
 /// One side's record layout.
-pub(super) struct Types<'a> {
+pub(super) struct Layout<'a> {
     encoder: &'a RecordEncoder,
     types: &'a [LogicalType],
     null_bits: usize,
 }
 
-impl<'a> Types<'a> {
+impl<'a> Layout<'a> {
     /// The layout of records made by `encoder`.
     pub(super) fn of(encoder: &'a RecordEncoder) -> Self {
         let types = encoder.types();
@@ -179,8 +179,8 @@ struct Mark {
 pub(super) struct Probe<'a> {
     pub(super) condition: Option<&'a JoinCondition>,
     pub(super) input: &'a BundleInput,
-    pub(super) left: Types<'a>,
-    pub(super) right: Types<'a>,
+    pub(super) left: Layout<'a>,
+    pub(super) right: Layout<'a>,
 }
 
 /// One probing row: its record and, with a condition, its values.
@@ -190,7 +190,7 @@ struct Probing<'a> {
     own: RecordRef<'a>,
     values: Option<Vec<Scalar>>,
     condition: Option<&'a JoinCondition>,
-    theirs: &'a Types<'a>,
+    theirs: &'a Layout<'a>,
 }
 
 impl Probing<'_> {

@@ -109,24 +109,29 @@ impl<C: ValueCodec> RocksMapTable<C> {
             };
             read.push((key, entry));
         }
-        if self.entries.is_empty() {
-            // The working set is built in one pass: both runs are sorted and disjoint (the
-            // singles exclude hydrated prefixes), so the sort merges them and the map is
-            // bulk-built without a search per entry.
-            for (key, entry) in &mut read {
-                let cost = entry_cost(&self.codec, key.len(), entry.value.as_ref());
-                if self.reservation.try_grow(cost).is_ok() {
-                    entry.reserved = cost;
-                }
-            }
-            read.sort_by(|a, b| a.0.cmp(&b.0));
-            self.entries = read.into_iter().collect();
-        } else {
+        self.install(read);
+        self.hydrated.extend(prefixes);
+        Ok(())
+    }
+
+    /// Admits the entries `begin_bundle` read: into an empty working set in one pass (the
+    /// prefix entries and the singles are two sorted, disjoint runs — the singles exclude
+    /// hydrated prefixes — so the sort merges them and the map is bulk-built without a
+    /// search per entry), else one by one.
+    fn install(&mut self, mut read: Vec<(Vec<u8>, Entry<C::Value>)>) {
+        if !self.entries.is_empty() {
             for (key, entry) in read {
                 self.admit(key, entry);
             }
+            return;
         }
-        self.hydrated.extend(prefixes);
-        Ok(())
+        for (key, entry) in &mut read {
+            let cost = entry_cost(&self.codec, key.len(), entry.value.as_ref());
+            if self.reservation.try_grow(cost).is_ok() {
+                entry.reserved = cost;
+            }
+        }
+        read.sort_by(|a, b| a.0.cmp(&b.0));
+        self.entries = read.into_iter().collect();
     }
 }

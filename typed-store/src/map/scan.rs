@@ -124,34 +124,13 @@ impl<C: ValueCodec> RocksMapTable<C> {
         if range.is_empty() {
             return Ok(());
         }
+        if self.hydrated.contains(full_prefix) {
+            self.scan_hydrated(full_prefix, range, direction, visit);
+            return Ok(());
+        }
         let now = self.now();
         let ttl = self.ttl;
         let skip = full_prefix.len();
-        if self.hydrated.contains(full_prefix) {
-            // Served from the working set alone: one descent, bounds in a reused buffer.
-            let mut buf = std::mem::take(&mut self.bounds_scratch);
-            let (lower, upper) = full_key_bounds_in(&mut buf, full_prefix, range);
-            let mut step = |key: &[u8], e: &Entry<C::Value>| match &e.value {
-                Some(value) if e.live && ttl_scan_visible(ttl.as_ref(), e.last_access, now) => {
-                    visit(key.get(skip..).unwrap_or_default(), value)
-                }
-                _ => ControlFlow::Continue(()),
-            };
-            let _ = if direction == ScanDirection::Forward {
-                self.entries
-                    .range::<[u8], _>((lower, Bound::Unbounded))
-                    .take_while(|(k, _)| within(k, upper, true))
-                    .try_for_each(|(k, e)| step(k, e))
-            } else {
-                self.entries
-                    .range::<[u8], _>((Bound::Unbounded, upper))
-                    .rev()
-                    .take_while(|(k, _)| within(k, lower, false))
-                    .try_for_each(|(k, e)| step(k, e))
-            };
-            self.bounds_scratch = buf;
-            return Ok(());
-        }
         let Some((lo, hi)) = rocks_bounds(full_prefix, range) else {
             return Ok(());
         };
@@ -227,6 +206,43 @@ impl<C: ValueCodec> RocksMapTable<C> {
         drop(overlay);
         self.stats.point_hydrations += 1;
         Ok(())
+    }
+
+    /// A scan of a hydrated prefix, served from the working set alone: one descent, the
+    /// bounds in a reused buffer, the far bound checked while iterating.
+    fn scan_hydrated<F>(
+        &mut self,
+        full_prefix: &[u8],
+        range: UserKeyRange<'_>,
+        direction: ScanDirection,
+        visit: &mut F,
+    ) where
+        F: FnMut(&[u8], &C::Value) -> ControlFlow<()> + ?Sized,
+    {
+        let now = self.now();
+        let ttl = self.ttl;
+        let skip = full_prefix.len();
+        let mut buf = std::mem::take(&mut self.bounds_scratch);
+        let (lower, upper) = full_key_bounds_in(&mut buf, full_prefix, range);
+        let mut step = |key: &[u8], e: &Entry<C::Value>| match &e.value {
+            Some(value) if e.live && ttl_scan_visible(ttl.as_ref(), e.last_access, now) => {
+                visit(key.get(skip..).unwrap_or_default(), value)
+            }
+            _ => ControlFlow::Continue(()),
+        };
+        let _ = if direction == ScanDirection::Forward {
+            self.entries
+                .range::<[u8], _>((lower, Bound::Unbounded))
+                .take_while(|(k, _)| within(k, upper, true))
+                .try_for_each(|(k, e)| step(k, e))
+        } else {
+            self.entries
+                .range::<[u8], _>((Bound::Unbounded, upper))
+                .rev()
+                .take_while(|(k, _)| within(k, lower, false))
+                .try_for_each(|(k, e)| step(k, e))
+        };
+        self.bounds_scratch = buf;
     }
 
     /// Full keys and timestamps of the committed entries in `[lo, hi)` that the working set
