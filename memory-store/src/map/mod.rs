@@ -310,7 +310,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         let Some(group) = groups.get_mut(index) else {
             return Ok(());
         };
-        // One search for both cases (the key's box is made before it).
+        // One search for both cases (the key is built before it, inline when short).
         let key_len = key.len();
         match group.entry(key.into()) {
             btree_map::Entry::Occupied(mut occupied) => {

@@ -5,6 +5,20 @@
 //! whole record as `BinaryRowData` bytes (`RowKind` erased to `+I`, as Flink erases it before
 //! the state update), value = the record's count. A probe is a prefix scan of the other
 //! side.
+//!
+//! A bundle, by module:
+//!
+//! 1. `bundle.rs`: every segment validated, then every row's join key and record encoded
+//!    into one byte arena, each distinct join key interned once (no row, key or record
+//!    allocated per input row). Each side's table hydrates what the bundle reads of it: the
+//!    join keys the other side's rows probe and the records its own rows update.
+//! 2. `probe.rs`: per input row (in arrival order) the other side's records of its key,
+//!    from the bundle's probe cache (record bytes in one arena, charged to the pool) or a
+//!    prefix scan that fills it; lazily, holding nothing, once the budget or the pool
+//!    refuses. Then the row's own side is updated and that side's cache entry of the key
+//!    dropped.
+//! 3. `output.rs`: each match written from the two records' bytes straight into one Arrow
+//!    builder per output column, a batch handed to the sink every `chunk_rows` rows.
 
 mod bundle;
 mod output;
