@@ -156,17 +156,8 @@ pub fn schema_of(fields: &Fields) -> SchemaRef {
 /// # Errors
 /// [`Error::MissingColumn`], [`Error::WrongType`], [`Error::NullInNonNullable`].
 pub(crate) fn validated_rows(input: &Fields, batch: &ChangelogBatch) -> Result<Vec<Row>> {
+    validate(input, batch)?;
     let b = batch.batch();
-    if b.num_columns() < input.len() {
-        return Err(Error::MissingColumn {
-            index: b.num_columns(),
-            columns: b.num_columns(),
-        });
-    }
-    for (index, field) in input.iter().enumerate() {
-        let column = b.column(index);
-        check_column(index, field, column.as_ref())?;
-    }
     let mut rows = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
         let row = b
@@ -178,6 +169,44 @@ pub(crate) fn validated_rows(input: &Fields, batch: &ChangelogBatch) -> Result<V
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// Checks `batch` against the operator's `input` fields as [`validated_rows`] does, without
+/// decoding the rows.
+///
+/// # Errors
+/// [`Error::MissingColumn`], [`Error::WrongType`], [`Error::NullInNonNullable`].
+pub(crate) fn validate(input: &Fields, batch: &ChangelogBatch) -> Result<()> {
+    let b = batch.batch();
+    if b.num_columns() < input.len() {
+        return Err(Error::MissingColumn {
+            index: b.num_columns(),
+            columns: b.num_columns(),
+        });
+    }
+    for (index, field) in input.iter().enumerate() {
+        let column = b.column(index);
+        check_column(index, field, column.as_ref())?;
+    }
+    Ok(())
+}
+
+/// Reads row `row` of the first `width` columns of a validated `batch` into `out` (cleared
+/// first): the row-at-a-time form of [`validated_rows`] that reuses one buffer.
+///
+/// # Errors
+/// A state-api codec error (a decimal beyond its precision, a row out of bounds).
+pub(crate) fn read_row_into(
+    batch: &ChangelogBatch,
+    width: usize,
+    row: usize,
+    out: &mut Vec<Scalar>,
+) -> Result<()> {
+    out.clear();
+    for c in batch.batch().columns().iter().take(width) {
+        out.push(scalar_from_array(c.as_ref(), row)?);
+    }
+    Ok(())
 }
 
 fn check_column(index: usize, field: &Field, column: &dyn Array) -> Result<()> {

@@ -301,6 +301,17 @@ impl RecordEncoder {
     /// # Errors
     /// A BinaryRow writer error.
     pub fn encode(&mut self, row: &[Scalar]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_into(row, &mut out)?;
+        Ok(out)
+    }
+
+    /// Appends the bytes of `row` to `out` (what [`encode`](Self::encode) returns); on error
+    /// `out` is unchanged.
+    ///
+    /// # Errors
+    /// A BinaryRow writer error.
+    pub fn encode_into(&mut self, row: &[Scalar], out: &mut Vec<u8>) -> Result<()> {
         self.writer.reset();
         self.writer.write_row_kind(RowKind::Insert);
         for (pos, (ty, dt)) in self.types.iter().zip(&self.data_types).enumerate() {
@@ -314,7 +325,13 @@ impl RecordEncoder {
                 NullEncoding::RowDataSerializer,
             )?;
         }
-        Ok(self.writer.row().to_vec())
+        out.extend_from_slice(self.writer.row());
+        Ok(())
+    }
+
+    /// The field types of the records.
+    pub(crate) fn types(&self) -> &[LogicalType] {
+        &self.types
     }
 
     /// The row of bytes made by [`encode`](Self::encode).

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use state_api::{CanonicalTable, MemoryReservation, Result, ValueCodec};
 
-use super::{Entry, MapCore, Staged, entry_size};
+use super::{Entry, MapCore, MapKey, Staged, entry_size};
 use crate::native::{NativePart, NativeTable, RowsPart};
 
 /// The kind name of a map table in a native snapshot.
@@ -17,10 +17,14 @@ impl<C: ValueCodec> NativeTable for MapCore<C> {
             .iter()
             .enumerate()
             .flat_map(|(index, group)| {
-                group
-                    .iter()
-                    .filter(|(_, e)| e.live)
-                    .map(move |(k, e)| (index, k.clone(), e.last_access, e.value.clone()))
+                group.iter().filter(|(_, e)| e.live).map(move |(k, e)| {
+                    (
+                        index,
+                        Box::from(k.as_bytes()),
+                        e.last_access,
+                        e.value.clone(),
+                    )
+                })
             })
             .collect();
         RowsPart::boxed(KIND, &self.schema, rows)
@@ -42,7 +46,7 @@ impl<C: ValueCodec> NativeTable for MapCore<C> {
                 ))?;
                 if let Some(group) = staged.groups.get_mut(*index) {
                     group.insert(
-                        key.clone(),
+                        MapKey::from(&key[..]),
                         Entry {
                             value: value.clone(),
                             last_access: *last_access,

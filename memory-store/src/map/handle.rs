@@ -13,7 +13,9 @@ use super::MapCore;
 use crate::checkout::{Checkout, TableMeta, delegate_canonical_table, lost};
 
 /// A map table that keeps decoded entries in one `BTreeMap` per key group, keyed by the full
-/// entry key `prefix ‖ user key` (so a prefix scan is one B-tree range).
+/// entry key `prefix ‖ user key` (so a prefix scan is one B-tree range: one descent to its
+/// first entry, then forward to the first key past it). Keys up to 54 bytes are stored
+/// inline in the tree's nodes (no heap block to load per compared key).
 ///
 /// - Everything is resident: [`begin_bundle`](MapTable::begin_bundle) only validates key
 ///   groups and issues no reads ([`TableStats::hydration_batches`] stays 0).
@@ -22,8 +24,8 @@ use crate::checkout::{Checkout, TableMeta, delegate_canonical_table, lost};
 ///   once in [`TableStats::written_keys`].
 /// - [`remove_range`](MapTable::remove_range) marks each entry of the range removed (per-key
 ///   work proportional to the range, like the per-key deletes typed-store writes).
-/// - Memory: every entry reserves `key length + entry size + 8 + 32 +`
-///   [`ValueCodec::heap_size`] from the store's pool; [`update`](MapTable::update) on a
+/// - Memory: every entry reserves `56 (the key) + key length beyond 54 bytes + entry size +
+///   32 +` [`ValueCodec::heap_size`] from the store's pool; [`update`](MapTable::update) on a
 ///   bounded pool keeps a copy of the value to restore if its growth is refused.
 /// - Native snapshots are the store's ([`MemoryStore`](crate::MemoryStore)): a bundle takes
 ///   the table's state out of the store's reach until it commits.

@@ -4,12 +4,14 @@
 
 mod checkpoint;
 mod handle;
+mod key;
 
 pub use handle::MemoryMapTable;
+use key::MapKey;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, btree_map};
 use std::mem::size_of;
-use std::ops::ControlFlow;
+use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -37,10 +39,14 @@ struct Entry<V> {
     dirty_epoch: u64,
 }
 
-type Group<V> = BTreeMap<Box<[u8]>, Entry<V>>;
+type Group<V> = BTreeMap<MapKey, Entry<V>>;
 
 fn entry_size<V>(key_len: usize, heap: usize) -> usize {
-    key_len + size_of::<Entry<V>>() + size_of::<Box<[u8]>>() + ENTRY_OVERHEAD + heap
+    MapKey::heap_bytes(key_len)
+        + size_of::<MapKey>()
+        + size_of::<Entry<V>>()
+        + ENTRY_OVERHEAD
+        + heap
 }
 
 #[derive(Debug)]
@@ -61,7 +67,7 @@ pub(crate) struct MapCore<C: ValueCodec> {
     max_parallelism: MaxParallelism,
     clock: Arc<dyn Clock>,
     groups: Vec<Group<C::Value>>,
-    buried: Vec<(usize, Box<[u8]>)>,
+    buried: Vec<(usize, MapKey)>,
     reservation: MemoryReservation,
     bounded_pool: bool,
     bundle: BundlePhase,
@@ -170,6 +176,45 @@ impl<C: ValueCodec> MapCore<C> {
     }
 }
 
+/// Whether `key` starts with `prefix`, comparing the prefix's last 8 bytes first: keys of
+/// one key group share their leading bytes (a length, a row header), so the first key past
+/// a prefix usually differs near the prefix's end.
+fn starts_with(key: &[u8], prefix: &[u8]) -> bool {
+    let n = prefix.len();
+    if key.len() < n {
+        return false;
+    }
+    if n >= 8 {
+        let tail = |b: &[u8]| {
+            b.get(n - 8..n)
+                .and_then(|t| <[u8; 8]>::try_from(t).ok())
+                .map(u64::from_ne_bytes)
+        };
+        if tail(key) != tail(prefix) {
+            return false;
+        }
+    }
+    key.get(..n) == Some(prefix)
+}
+
+/// Whether `key` is inside the upper bound `upper`.
+fn below(key: &[u8], upper: Bound<&[u8]>) -> bool {
+    match upper {
+        Bound::Included(u) => key <= u,
+        Bound::Excluded(u) => key < u,
+        Bound::Unbounded => true,
+    }
+}
+
+/// Whether `key` is inside the lower bound `lower`.
+fn above(key: &[u8], lower: Bound<&[u8]>) -> bool {
+    match lower {
+        Bound::Included(l) => key >= l,
+        Bound::Excluded(l) => key > l,
+        Bound::Unbounded => true,
+    }
+}
+
 fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
     if entry.dirty_epoch != epoch {
         entry.dirty_epoch = epoch;
@@ -265,29 +310,32 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         let Some(group) = groups.get_mut(index) else {
             return Ok(());
         };
-        if let Some(entry) = group.get_mut(key) {
-            let old_heap = codec.heap_size(&entry.value);
-            if new_heap > old_heap {
-                reservation.try_grow(new_heap - old_heap)?;
-            } else {
-                reservation.shrink(old_heap - new_heap);
+        // One search for both cases (the key is built before it, inline when short).
+        let key_len = key.len();
+        match group.entry(key.into()) {
+            btree_map::Entry::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
+                let old_heap = codec.heap_size(&entry.value);
+                if new_heap > old_heap {
+                    reservation.try_grow(new_heap - old_heap)?;
+                } else {
+                    reservation.shrink(old_heap - new_heap);
+                }
+                entry.live = true;
+                entry.value = value;
+                entry.last_access = now;
+                mark_dirty(entry, *epoch, dirty_in_bundle);
             }
-            entry.live = true;
-            entry.value = value;
-            entry.last_access = now;
-            mark_dirty(entry, *epoch, dirty_in_bundle);
-        } else {
-            reservation.try_grow(entry_size::<C::Value>(key.len(), new_heap))?;
-            group.insert(
-                key.into(),
-                Entry {
+            btree_map::Entry::Vacant(vacant) => {
+                reservation.try_grow(entry_size::<C::Value>(key_len, new_heap))?;
+                vacant.insert(Entry {
                     value,
                     last_access: now,
                     live: true,
                     dirty_epoch: *epoch,
-                },
-            );
-            *dirty_in_bundle += 1;
+                });
+                *dirty_in_bundle += 1;
+            }
         }
         Ok(())
     }
@@ -436,10 +484,27 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             }
             visit(key.get(skip..).unwrap_or_default(), &entry.value)
         };
-        let entries = group.range::<[u8], _>(bounds);
+        // One descent: a range open on the far side, cut at the far bound while iterating
+        // (a two-sided range descends for both bounds; a scan of a prefix visits few
+        // entries beyond its first).
+        let (lower, upper) = bounds;
+        let whole_prefix = matches!(range.end(), Bound::Unbounded);
         let _ = match direction {
-            ScanDirection::Forward => entries.into_iter().try_for_each(|(k, e)| step(k, e)),
-            ScanDirection::Reverse => entries.rev().try_for_each(|(k, e)| step(k, e)),
+            // Up to the prefix's end: the keys after the lower bound inside the prefix are
+            // exactly those that start with it.
+            ScanDirection::Forward if whole_prefix => group
+                .range::<[u8], _>((lower, Bound::Unbounded))
+                .take_while(|(k, _)| starts_with(k.as_bytes(), prefix))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
+            ScanDirection::Forward => group
+                .range::<[u8], _>((lower, Bound::Unbounded))
+                .take_while(|(k, _)| below(k.as_bytes(), upper))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
+            ScanDirection::Reverse => group
+                .range::<[u8], _>((Bound::Unbounded, upper))
+                .rev()
+                .take_while(|(k, _)| above(k.as_bytes(), lower))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
         };
         Ok(())
     }
@@ -532,7 +597,7 @@ impl<C: ValueCodec> CanonicalTable for MapCore<C> {
             .filter(|(_, e)| {
                 e.live && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now))
             })
-            .map(|(k, e)| (&**k, e.last_access, &e.value))
+            .map(|(k, e)| (k.as_bytes(), e.last_access, &e.value))
             .collect();
         if rows.is_empty() {
             return Ok(None);
@@ -617,6 +682,62 @@ mod tests {
             .with_memory_pool(pool)
             .with_clock(Arc::new(ManualClock::new(0)));
         MapCore::new("m", I64Codec, None, &config)
+    }
+
+    #[test]
+    fn prefix_check_compares_tails_and_whole_prefixes() {
+        let prefix = b"0123456789abcdef";
+        assert!(starts_with(b"0123456789abcdefXYZ", prefix));
+        assert!(starts_with(prefix, prefix));
+        assert!(!starts_with(b"0123456789abcdeg", prefix));
+        assert!(
+            !starts_with(b"1123456789abcdef", prefix),
+            "same tail, other head"
+        );
+        assert!(!starts_with(b"0123", prefix));
+        assert!(starts_with(b"abc", b"ab"));
+        assert!(!starts_with(b"acb", b"ab"));
+        assert!(starts_with(b"", b""));
+    }
+
+    #[test]
+    fn scans_stop_at_their_bounds_in_both_directions() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(pool);
+        let kg = KeyGroup::new(1).unwrap();
+        t.begin_bundle(MapHydration::none()).unwrap();
+        for p in [&b"pa"[..], b"pb", b"pc"] {
+            for u in 0..4_u8 {
+                t.put(kg, p, &[u], i64::from(u)).unwrap();
+            }
+        }
+        let collect = |t: &mut MapCore<I64Codec>, range, direction| {
+            let mut out = Vec::new();
+            t.scan(kg, b"pb", range, direction, &mut |k: &[u8], v: &i64| {
+                out.push((k.to_vec(), *v));
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+            out
+        };
+        let all: Vec<(Vec<u8>, i64)> = (0..4_u8).map(|u| (vec![u], i64::from(u))).collect();
+        assert_eq!(
+            collect(&mut t, UserKeyRange::all(), ScanDirection::Forward),
+            all
+        );
+        let rev: Vec<_> = all.iter().rev().cloned().collect();
+        assert_eq!(
+            collect(&mut t, UserKeyRange::all(), ScanDirection::Reverse),
+            rev
+        );
+        let mid = UserKeyRange::new(Bound::Excluded(&[0][..]), Bound::Included(&[2][..]));
+        assert_eq!(
+            collect(&mut t, mid, ScanDirection::Forward),
+            all[1..3].to_vec()
+        );
+        let rev_mid: Vec<_> = all[1..3].iter().rev().cloned().collect();
+        assert_eq!(collect(&mut t, mid, ScanDirection::Reverse), rev_mid);
+        t.commit_bundle().unwrap();
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::error::rocks_api;
 use crate::format::composite_key;
 
 use super::scan::ReadBatch;
-use super::{Entry, RocksMapTable};
+use super::{Entry, RocksMapTable, entry_cost};
 
 impl<C: ValueCodec> RocksMapTable<C> {
     /// Every read of `begin_bundle`: one iterator seek per distinct prefix, one batched read
@@ -49,18 +49,26 @@ impl<C: ValueCodec> RocksMapTable<C> {
         let decoded = {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
-            for full in &prefixes {
+            // One iterator for every prefix (sorted, so its seeks move forward), bounded
+            // above by the last prefix's successor; each prefix ends at its first key
+            // outside it.
+            if let Some(last) = prefixes.last() {
                 let mut options = ReadOptions::default();
-                if let Some(upper) = state_api::prefix_successor(full) {
+                if let Some(upper) = state_api::prefix_successor(last) {
                     options.set_iterate_upper_bound(upper);
                 }
                 let mut iter = st.db.raw_iterator_cf_opt(&cf, options);
-                iter.seek(full);
-                while let Some((key, value)) = iter.item() {
-                    scanned.push(key, value);
-                    iter.next();
+                for full in &prefixes {
+                    iter.seek(full);
+                    while let Some((key, value)) = iter.item() {
+                        if !key.starts_with(full) {
+                            break;
+                        }
+                        scanned.push(key, value);
+                        iter.next();
+                    }
+                    iter.status().map_err(rocks_api("prefix hydration"))?;
                 }
-                iter.status().map_err(rocks_api("prefix hydration"))?;
             }
             let results = if singles.is_empty() {
                 Vec::new()
@@ -86,9 +94,11 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.stats.hydration_batches += 1;
         self.stats.hydrated_keys += (singles.len() + scanned.len()) as u64;
         let mut decoded = timestamps.into_iter().zip(values);
+        let mut read: Vec<(Vec<u8>, Entry<C::Value>)> =
+            Vec::with_capacity(scanned.len() + singles.len());
         for key in scanned.keys() {
             if let Some((ts, value)) = decoded.next() {
-                self.admit(key.to_vec(), Entry::stored(ts, value));
+                read.push((key.to_vec(), Entry::stored(ts, value)));
             }
         }
         let mut found = hits.into_iter().zip(decoded).peekable();
@@ -97,9 +107,31 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 Some((_, (ts, value))) => Entry::stored(ts, value),
                 None => Entry::absent(),
             };
-            self.admit(key, entry);
+            read.push((key, entry));
         }
+        self.install(read);
         self.hydrated.extend(prefixes);
         Ok(())
+    }
+
+    /// Admits the entries `begin_bundle` read: into an empty working set in one pass (the
+    /// prefix entries and the singles are two sorted, disjoint runs — the singles exclude
+    /// hydrated prefixes — so the sort merges them and the map is bulk-built without a
+    /// search per entry), else one by one.
+    fn install(&mut self, mut read: Vec<(Vec<u8>, Entry<C::Value>)>) {
+        if !self.entries.is_empty() {
+            for (key, entry) in read {
+                self.admit(key, entry);
+            }
+            return;
+        }
+        for (key, entry) in &mut read {
+            let cost = entry_cost(&self.codec, key.len(), entry.value.as_ref());
+            if self.reservation.try_grow(cost).is_ok() {
+                entry.reserved = cost;
+            }
+        }
+        read.sort_by(|a, b| a.0.cmp(&b.0));
+        self.entries = read.into_iter().collect();
     }
 }

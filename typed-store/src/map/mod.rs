@@ -136,13 +136,15 @@ pub struct RocksMapTable<C: ValueCodec> {
     /// The bundle's working set by full key (key-group prefix ‖ prefix ‖ user key).
     entries: BTreeMap<Vec<u8>, Entry<C::Value>>,
     /// Full prefixes (key-group prefix ‖ prefix) whose committed entries are all resident.
-    hydrated: HashSet<Vec<u8>>,
+    hydrated: HashSet<Vec<u8>, foldhash::fast::RandomState>,
     /// Ranges `[lower, upper)` of full keys the bundle cleared of at least
     /// [`RANGE_DELETE_MIN_ENTRIES`] entries: committed with one `delete_range_cf` each.
     range_deletes: Vec<(Vec<u8>, Vec<u8>)>,
     bundle: BundlePhase,
     scratch: Vec<u8>,
     prefix_scratch: Vec<u8>,
+    /// The bounds of a scan served from the working set.
+    bounds_scratch: Vec<u8>,
     /// The read buffers of scans, kept between scans (at most [`SCAN_BATCH_MAX`] entries).
     scan_batch: ReadBatch,
     reservation: MemoryReservation,
@@ -183,11 +185,12 @@ impl<C: ValueCodec> RocksMapTable<C> {
             shared,
             rows,
             entries: BTreeMap::new(),
-            hydrated: HashSet::new(),
+            hydrated: HashSet::default(),
             range_deletes: Vec::new(),
             bundle: BundlePhase::default(),
             scratch: Vec::new(),
             prefix_scratch: Vec::new(),
+            bounds_scratch: Vec::new(),
             scan_batch: ReadBatch::default(),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             staged_cf: None,

@@ -6,7 +6,8 @@ use std::ops::{Bound, ControlFlow};
 
 use rocksdb::ReadOptions;
 use state_api::{
-    Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds, ttl_scan_visible,
+    Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds, full_key_bounds_in,
+    ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -120,12 +121,19 @@ impl<C: ValueCodec> RocksMapTable<C> {
     where
         F: FnMut(&[u8], &C::Value) -> ControlFlow<()> + ?Sized,
     {
-        let Some((lo, hi)) = rocks_bounds(full_prefix, range) else {
+        if range.is_empty() {
             return Ok(());
-        };
+        }
+        if self.hydrated.contains(full_prefix) {
+            self.scan_hydrated(full_prefix, range, direction, visit);
+            return Ok(());
+        }
         let now = self.now();
         let ttl = self.ttl;
         let skip = full_prefix.len();
+        let Some((lo, hi)) = rocks_bounds(full_prefix, range) else {
+            return Ok(());
+        };
         let forward = direction == ScanDirection::Forward;
         let upper = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let in_range = self
@@ -139,11 +147,6 @@ impl<C: ValueCodec> RocksMapTable<C> {
         let mut overlay: Overlay<'_, C::Value> = ordered.peekable();
         let visible =
             |e: &Entry<C::Value>| e.live && ttl_scan_visible(ttl.as_ref(), e.last_access, now);
-
-        if self.hydrated.contains(full_prefix) {
-            let _ = drain_overlay(&mut overlay, None, forward, skip, &visible, visit);
-            return Ok(());
-        }
 
         let st = self.shared.read();
         let cf = st.table_cf(&self.name)?;
@@ -205,6 +208,43 @@ impl<C: ValueCodec> RocksMapTable<C> {
         Ok(())
     }
 
+    /// A scan of a hydrated prefix, served from the working set alone: one descent, the
+    /// bounds in a reused buffer, the far bound checked while iterating.
+    fn scan_hydrated<F>(
+        &mut self,
+        full_prefix: &[u8],
+        range: UserKeyRange<'_>,
+        direction: ScanDirection,
+        visit: &mut F,
+    ) where
+        F: FnMut(&[u8], &C::Value) -> ControlFlow<()> + ?Sized,
+    {
+        let now = self.now();
+        let ttl = self.ttl;
+        let skip = full_prefix.len();
+        let mut buf = std::mem::take(&mut self.bounds_scratch);
+        let (lower, upper) = full_key_bounds_in(&mut buf, full_prefix, range);
+        let mut step = |key: &[u8], e: &Entry<C::Value>| match &e.value {
+            Some(value) if e.live && ttl_scan_visible(ttl.as_ref(), e.last_access, now) => {
+                visit(key.get(skip..).unwrap_or_default(), value)
+            }
+            _ => ControlFlow::Continue(()),
+        };
+        let _ = if direction == ScanDirection::Forward {
+            self.entries
+                .range::<[u8], _>((lower, Bound::Unbounded))
+                .take_while(|(k, _)| within(k, upper, true))
+                .try_for_each(|(k, e)| step(k, e))
+        } else {
+            self.entries
+                .range::<[u8], _>((Bound::Unbounded, upper))
+                .rev()
+                .take_while(|(k, _)| within(k, lower, false))
+                .try_for_each(|(k, e)| step(k, e))
+        };
+        self.bounds_scratch = buf;
+    }
+
     /// Full keys and timestamps of the committed entries in `[lo, hi)` that the working set
     /// does not hold.
     pub(super) fn committed_keys(
@@ -230,6 +270,17 @@ impl<C: ValueCodec> RocksMapTable<C> {
         }
         iter.status().map_err(rocks_api("range scan"))?;
         Ok(out)
+    }
+}
+
+/// Whether `key` is inside `bound`: an upper bound when `upper`, else a lower one.
+fn within(key: &[u8], bound: Bound<&[u8]>, upper: bool) -> bool {
+    match (bound, upper) {
+        (Bound::Unbounded, _) => true,
+        (Bound::Included(b), true) => key <= b,
+        (Bound::Excluded(b), true) => key < b,
+        (Bound::Included(b), false) => key >= b,
+        (Bound::Excluded(b), false) => key > b,
     }
 }
 

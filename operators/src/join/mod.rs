@@ -5,25 +5,43 @@
 //! whole record as `BinaryRowData` bytes (`RowKind` erased to `+I`, as Flink erases it before
 //! the state update), value = the record's count. A probe is a prefix scan of the other
 //! side.
+//!
+//! A bundle, by module:
+//!
+//! 1. `bundle.rs`: every segment validated, then every row's join key and record encoded
+//!    into one byte arena, each distinct join key interned once (no row, key or record
+//!    allocated per input row). Each side's table hydrates what the bundle reads of it: the
+//!    join keys the other side's rows probe and the records its own rows update.
+//! 2. `probe.rs`: per input row (in arrival order) the other side's records of its key,
+//!    from the bundle's probe cache (record bytes in one arena, charged to the pool) or a
+//!    prefix scan that fills it; lazily, holding nothing, once the budget or the pool
+//!    refuses. Then the row's own side is updated and that side's cache entry of the key
+//!    dropped.
+//! 3. `output.rs`: each match written from the two records' bytes straight into one Arrow
+//!    builder per output column, a batch handed to the sink every `chunk_rows` rows.
 
-use std::collections::HashMap;
-use std::ops::ControlFlow;
+mod bundle;
+mod output;
+mod probe;
+
 use std::sync::Arc;
 
 use arrow_schema::{Field, Fields, SchemaRef};
-use keygroup::{KeyGroup, RowKind};
 use sfcs_format::Container;
 use state_api::{
-    CanonicalTable, I64Codec, MapHydration, MapStateStore, MapTable, MemoryPool, MemoryReservation,
-    RestoreSummary, Row, Scalar, SnapshotSummary, UserKeyRange, restore_canonical_snapshot,
-    write_canonical_snapshot,
+    CanonicalTable, I64Codec, MapStateStore, MapTable, MemoryPool, MemoryReservation,
+    RestoreSummary, SnapshotSummary, restore_canonical_snapshot, write_canonical_snapshot,
 };
 
-use crate::changelog::{ChangelogBatch, is_accumulate, schema_of, validated_rows};
+use crate::changelog::{ChangelogBatch, is_accumulate, schema_of};
 use crate::condition::{JoinCondition, JoinSide};
 use crate::error::{Error, Result};
 use crate::key::{KeyEncoder, RecordEncoder};
 use crate::spec::JoinSpec;
+
+use bundle::BundleInput;
+use output::Emitter;
+use probe::{CacheBuffers, Layout, Probe, ProbeCache};
 
 /// The state format version of [`InnerJoin`].
 pub const JOIN_STATE_VERSION: u32 = 1;
@@ -47,14 +65,10 @@ pub struct InnerJoin<S: MapStateStore> {
     output: SchemaRef,
     pool: Arc<dyn MemoryPool>,
     probe_cache_bytes: usize,
+    /// The bundle's encoded input (its buffers are reused).
+    input: Box<BundleInput>,
+    cache_buffers: Box<CacheBuffers>,
 }
-
-/// One input row ready for the join: side, kind, values, key group, key, record bytes,
-/// whether the key has a null.
-type Work = (JoinSide, RowKind, Row, KeyGroup, Vec<u8>, Vec<u8>, bool);
-
-/// Decoded records of one (side, join key) reused by the probes of a bundle.
-type Decoded = Vec<(Row, i64)>;
 
 impl<S: MapStateStore> InnerJoin<S> {
     /// Opens `<operator_id>.left` and `<operator_id>.right` in `store`.
@@ -111,6 +125,8 @@ impl<S: MapStateStore> InnerJoin<S> {
             output: schema_of(&Fields::from(fields)),
             pool: Arc::clone(store.config().memory_pool()),
             probe_cache_bytes: DEFAULT_PROBE_CACHE_BYTES,
+            input: Box::default(),
+            cache_buffers: Box::default(),
         })
     }
 
@@ -169,72 +185,62 @@ impl<S: MapStateStore> InnerJoin<S> {
         sink: &mut dyn FnMut(ChangelogBatch) -> Result<()>,
     ) -> Result<()> {
         // Validate and encode everything first.
-        let mut work: Vec<Work> = Vec::new();
-        for (side, batch) in segments {
-            let s = match side {
-                JoinSide::Left => &mut self.left,
-                JoinSide::Right => &mut self.right,
-            };
-            let rows = validated_rows(&s.fields, batch)?;
-            for (row, kind) in rows.into_iter().zip(batch.kinds()) {
-                let mut key = Vec::new();
-                let kg = s.keys.encode(&row, &mut key)?;
-                let record = s.records.encode(&row)?;
-                let null_key = s.keys.has_null(&row);
-                work.push((*side, *kind, row, kg, key, record, null_key));
-            }
-        }
-        let prefixes: Vec<(KeyGroup, &[u8])> = work.iter().map(|w| (w.3, w.4.as_slice())).collect();
-        self.left
-            .table
-            .begin_bundle(MapHydration::prefixes(&prefixes))?;
-        if let Err(e) = self
-            .right
-            .table
-            .begin_bundle(MapHydration::prefixes(&prefixes))
-        {
+        self.input
+            .encode(segments, &mut self.left, &mut self.right)?;
+        let input = &self.input;
+        let mut out = Emitter::try_new(
+            &self.output,
+            self.left.records.types(),
+            self.right.records.types(),
+            chunk_rows,
+            sink,
+        )?;
+        let (left_reads, right_reads) = (input.reads(JoinSide::Left), input.reads(JoinSide::Right));
+        self.left.table.begin_bundle(left_reads.hydration())?;
+        if let Err(e) = self.right.table.begin_bundle(right_reads.hydration()) {
             self.left.table.commit_bundle()?;
             return Err(e.into());
         }
-        let mut out = Emitter {
-            rows: Vec::new(),
-            chunk_rows: chunk_rows.max(1),
-            schema: Arc::clone(&self.output),
-            sink,
+        let mut cache = ProbeCache::new(
+            input.keys.len(),
+            self.probe_cache_bytes,
+            MemoryReservation::new(Arc::clone(&self.pool)),
+            std::mem::take(&mut *self.cache_buffers),
+        );
+        let (left, right) = (&mut self.left, &mut self.right);
+        let probe = Probe {
+            condition: self.condition.as_ref(),
+            input,
+            left: Layout::of(&left.records),
+            right: Layout::of(&right.records),
         };
-        let mut cache: HashMap<(bool, Vec<u8>), Decoded> = HashMap::new();
-        let mut reservation = MemoryReservation::new(Arc::clone(&self.pool));
-        for (side, kind, row, kg, key, record, null_key) in &work {
-            let is_left = *side == JoinSide::Left;
-            if !null_key {
-                self.probe(
-                    is_left,
-                    *kind,
-                    row,
-                    *kg,
-                    key,
-                    &mut cache,
-                    &mut reservation,
-                    &mut out,
-                )?;
-            }
-            let own = if is_left {
-                &mut self.left.table
-            } else {
-                &mut self.right.table
+        for row in &input.rows {
+            let is_left = row.side == JoinSide::Left;
+            let Some(key) = input.keys.get(row.key) else {
+                continue;
             };
-            let count = own.get(*kg, key, record)?.copied();
-            let changed = if is_accumulate(*kind) {
-                own.put(*kg, key, record, count.unwrap_or(0) + 1)?;
+            let (kg, prefix) = (key.key_group, input.slice(&key.bytes));
+            let record = input.slice(&row.record);
+            let (own, other) = if is_left {
+                (&mut left.table, &mut right.table)
+            } else {
+                (&mut right.table, &mut left.table)
+            };
+            if !row.null_key {
+                probe.run(row, kg, prefix, other, &mut cache, &mut out)?;
+            }
+            let count = own.get(kg, prefix, record)?.copied();
+            let changed = if is_accumulate(row.kind) {
+                own.put(kg, prefix, record, count.unwrap_or(0) + 1)?;
                 true
             } else {
                 match count {
                     Some(c) if c > 1 => {
-                        own.put(*kg, key, record, c - 1)?;
+                        own.put(kg, prefix, record, c - 1)?;
                         true
                     }
                     Some(_) => {
-                        own.remove(*kg, key, record)?;
+                        own.remove(kg, prefix, record)?;
                         true
                     }
                     // A retraction of a record not in state changes nothing.
@@ -242,91 +248,14 @@ impl<S: MapStateStore> InnerJoin<S> {
                 }
             };
             if changed {
-                cache.remove(&(is_left, key.clone()));
+                cache.invalidate(is_left, row.key);
             }
         }
-        reservation.free();
+        *self.cache_buffers = cache.finish();
         out.flush()?;
+        self.input.clear();
         self.left.table.commit_bundle()?;
         self.right.table.commit_bundle()?;
-        Ok(())
-    }
-
-    /// Emits the matches of `row` with the other side's records of `key`, each `count`
-    /// times, with `row`'s kind.
-    #[expect(clippy::too_many_arguments, reason = "one probe's context")]
-    fn probe(
-        &mut self,
-        is_left: bool,
-        kind: RowKind,
-        row: &[Scalar],
-        kg: KeyGroup,
-        key: &[u8],
-        cache: &mut HashMap<(bool, Vec<u8>), Decoded>,
-        reservation: &mut MemoryReservation,
-        out: &mut Emitter<'_>,
-    ) -> Result<()> {
-        let cache_key = (!is_left, key.to_vec());
-        if let Some(decoded) = cache.get(&cache_key) {
-            return emit(self.condition.as_ref(), is_left, kind, row, decoded, out);
-        }
-        let condition = self.condition.as_ref();
-        let budget = self.probe_cache_bytes;
-        let other = if is_left {
-            &mut self.right
-        } else {
-            &mut self.left
-        };
-        let (table, records) = (&mut other.table, &other.records);
-        // Decode into the cache while the reservation grows; once it is refused, emit what
-        // was decoded and go on lazily, one record at a time (holding nothing more).
-        let mut decoded: Decoded = Vec::new();
-        let mut cached_bytes = 0usize;
-        let mut lazy = false;
-        let mut failure = None;
-        table.scan(
-            kg,
-            key,
-            UserKeyRange::all(),
-            state_api::ScanDirection::Forward,
-            &mut |record, count| {
-                let r = match records.decode(record) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        failure = Some(e);
-                        return ControlFlow::Break(());
-                    }
-                };
-                if !lazy {
-                    let bytes = record.len() * 2 + std::mem::size_of::<(Row, i64)>();
-                    if cached_bytes + bytes <= budget && reservation.try_grow(bytes).is_ok() {
-                        cached_bytes += bytes;
-                        decoded.push((r, *count));
-                        return ControlFlow::Continue(());
-                    }
-                    lazy = true;
-                    let emitted = emit(condition, is_left, kind, row, &decoded, out);
-                    decoded = Vec::new();
-                    reservation.shrink(cached_bytes);
-                    if let Err(e) = emitted {
-                        failure = Some(e);
-                        return ControlFlow::Break(());
-                    }
-                }
-                if let Err(e) = emit(condition, is_left, kind, row, &[(r, *count)], out) {
-                    failure = Some(e);
-                    return ControlFlow::Break(());
-                }
-                ControlFlow::Continue(())
-            },
-        )?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        if !lazy {
-            emit(condition, is_left, kind, row, &decoded, out)?;
-            cache.insert(cache_key, decoded);
-        }
         Ok(())
     }
 
@@ -360,59 +289,4 @@ impl<S: MapStateStore> InnerJoin<S> {
             &self.pool,
         )?)
     }
-}
-
-/// The output of a bundle under construction, handed to the sink every `chunk_rows` rows.
-struct Emitter<'a> {
-    rows: Vec<(RowKind, Row)>,
-    chunk_rows: usize,
-    schema: SchemaRef,
-    sink: &'a mut dyn FnMut(ChangelogBatch) -> Result<()>,
-}
-
-impl Emitter<'_> {
-    fn push(&mut self, kind: RowKind, row: Row) -> Result<()> {
-        self.rows.push((kind, row));
-        if self.rows.len() >= self.chunk_rows {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Hands the pending rows (if any) to the sink.
-    fn flush(&mut self) -> Result<()> {
-        if self.rows.is_empty() {
-            return Ok(());
-        }
-        let batch = ChangelogBatch::from_rows(&self.schema, &self.rows)?;
-        self.rows.clear();
-        (self.sink)(batch)
-    }
-}
-
-fn emit(
-    condition: Option<&JoinCondition>,
-    is_left: bool,
-    kind: RowKind,
-    row: &[Scalar],
-    others: &[(Row, i64)],
-    out: &mut Emitter<'_>,
-) -> Result<()> {
-    for (other, count) in others {
-        let (l, r) = if is_left {
-            (row, other.as_slice())
-        } else {
-            (other.as_slice(), row)
-        };
-        if condition.is_some_and(|c| !c.eval(l, r)) {
-            continue;
-        }
-        for _ in 0..*count {
-            let mut joined = Vec::with_capacity(l.len() + r.len());
-            joined.extend_from_slice(l);
-            joined.extend_from_slice(r);
-            out.push(kind, joined)?;
-        }
-    }
-    Ok(())
 }

@@ -1,0 +1,426 @@
+//! The join's output under construction: one Arrow builder per output column, filled
+//! straight from the two records' `BinaryRowData` bytes (no row of values per output row),
+//! handed to the sink every `chunk_rows` rows.
+//!
+//! A joined row is the left record's fields, then the right record's. Each output column
+//! reads its field from its side's record:
+//!
+//! * BOOLEAN, TINYINT, SMALLINT, INT, DATE, BIGINT, FLOAT, DOUBLE, compact DECIMAL
+//!   (precision ≤ 18) and compact TIMESTAMP (precision ≤ 3) from the field's 8-byte slot;
+//! * STRING and BYTES from the slot (≤ 7 bytes inline) or the variable part it points to,
+//!   without a copy before the builder's;
+//! * wide DECIMAL and TIMESTAMP through [`BinaryRowReader::read_field`].
+//!
+//! Record bytes come from the bundle's own encoding or from the state (which a restore may
+//! have filled with anything): every offset is checked, a bad record is
+//! [`Error::CorruptState`], never a panic.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{BinaryBuilder, BooleanBuilder, PrimitiveBuilder, StringBuilder};
+use arrow_array::types::{
+    Date32Type, Decimal128Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, SchemaRef, TimeUnit};
+use keygroup::{BinaryRowReader, LogicalType, RowKind, Timestamp, Value, bit_set_width_in_bytes};
+
+use crate::changelog::ChangelogBatch;
+use crate::error::{Error, Result};
+use crate::key::from_timestamp;
+
+/// How a column's field is read from a record.
+#[derive(Debug, Clone, Copy)]
+enum Read {
+    Boolean,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Float32,
+    Float64,
+    /// DECIMAL of precision ≤ 18: the unscaled value in the slot.
+    CompactDecimal,
+    /// TIMESTAMP of precision ≤ 3: millis in the slot, converted to the column's unit.
+    CompactTimestamp(TimeUnit),
+    Utf8,
+    Binary,
+    /// Wide DECIMAL / TIMESTAMP: through the checked reader.
+    Wide(TimeUnit),
+}
+
+/// The values of one column.
+#[derive(Debug)]
+enum Values {
+    Boolean(BooleanBuilder),
+    Int8(PrimitiveBuilder<Int8Type>),
+    Int16(PrimitiveBuilder<Int16Type>),
+    Int32(PrimitiveBuilder<Int32Type>),
+    Int64(PrimitiveBuilder<Int64Type>),
+    Float32(PrimitiveBuilder<Float32Type>),
+    Float64(PrimitiveBuilder<Float64Type>),
+    Decimal(PrimitiveBuilder<Decimal128Type>),
+    Utf8(StringBuilder),
+    Binary(BinaryBuilder),
+}
+
+/// One output column: which side's record, which field, how.
+#[derive(Debug)]
+struct Column {
+    left: bool,
+    pos: usize,
+    read: Read,
+    data_type: DataType,
+    values: Values,
+}
+
+/// The low 4 bytes of a slot (a 4-byte field).
+fn low4(slot: [u8; 8]) -> [u8; 4] {
+    let [b0, b1, b2, b3, ..] = slot;
+    [b0, b1, b2, b3]
+}
+
+fn corrupt() -> Error {
+    Error::CorruptState {
+        table: "join records",
+        reason: "record bytes do not decode as a BinaryRow of the input",
+    }
+}
+
+/// One record's bytes with its side's arity (for the null bits).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RecordRef<'a> {
+    bytes: &'a [u8],
+    types: &'a [LogicalType],
+    null_bits: usize,
+}
+
+impl<'a> RecordRef<'a> {
+    /// `bytes` as a record of `types`, whose null-bit width is `null_bits`.
+    pub(super) fn new(bytes: &'a [u8], types: &'a [LogicalType], null_bits: usize) -> Self {
+        Self {
+            bytes,
+            types,
+            null_bits,
+        }
+    }
+
+    fn is_null(&self, pos: usize) -> Result<bool> {
+        let bit = pos + 8;
+        let byte = self.bytes.get(bit / 8).ok_or_else(corrupt)?;
+        Ok(byte & (1 << (bit % 8)) != 0)
+    }
+
+    fn slot(&self, pos: usize) -> Result<[u8; 8]> {
+        let start = self.null_bits + 8 * pos;
+        self.bytes
+            .get(start..start + 8)
+            .and_then(|s| <[u8; 8]>::try_from(s).ok())
+            .ok_or_else(corrupt)
+    }
+
+    /// The bytes of a string / binary field (`BinarySegmentUtils.readBinary`).
+    fn var_bytes(&self, pos: usize) -> Result<&'a [u8]> {
+        let slot = self.slot(pos)?;
+        let mark = slot[7];
+        if mark & 0x80 != 0 {
+            let len = usize::from(mark & 0x7f);
+            let start = self.null_bits + 8 * pos;
+            return if len <= 7 {
+                self.bytes.get(start..start + len).ok_or_else(corrupt)
+            } else {
+                Err(corrupt())
+            };
+        }
+        let word = u64::from_le_bytes(slot);
+        let offset = usize::try_from(word >> 32).map_err(|_| corrupt())?;
+        let len = usize::try_from(word & 0xffff_ffff).map_err(|_| corrupt())?;
+        if offset < self.null_bits + 8 * self.types.len() {
+            return Err(corrupt());
+        }
+        offset
+            .checked_add(len)
+            .and_then(|end| self.bytes.get(offset..end))
+            .ok_or_else(corrupt)
+    }
+
+    fn read_wide(&self, pos: usize) -> Result<Value> {
+        BinaryRowReader::new(self.types, self.bytes)
+            .and_then(|r| r.read_field(pos))
+            .map_err(|_| corrupt())
+    }
+}
+
+impl Column {
+    fn try_new(field: &Field, left: bool, pos: usize, ty: LogicalType) -> Result<Self> {
+        let dt = field.data_type().clone();
+        let (read, values) = match (&dt, ty) {
+            (DataType::Boolean, _) => (Read::Boolean, Values::Boolean(BooleanBuilder::new())),
+            (DataType::Int8, _) => (Read::Int8, Values::Int8(PrimitiveBuilder::new())),
+            (DataType::Int16, _) => (Read::Int16, Values::Int16(PrimitiveBuilder::new())),
+            (DataType::Int32 | DataType::Date32, _) => {
+                (Read::Int32, Values::Int32(PrimitiveBuilder::new()))
+            }
+            (DataType::Int64, _) => (Read::Int64, Values::Int64(PrimitiveBuilder::new())),
+            (DataType::Float32, _) => (Read::Float32, Values::Float32(PrimitiveBuilder::new())),
+            (DataType::Float64, _) => (Read::Float64, Values::Float64(PrimitiveBuilder::new())),
+            (DataType::Decimal128(p, _), _) => (
+                if *p <= 18 {
+                    Read::CompactDecimal
+                } else {
+                    Read::Wide(TimeUnit::Second)
+                },
+                Values::Decimal(PrimitiveBuilder::new()),
+            ),
+            (
+                DataType::Timestamp(unit, _),
+                LogicalType::Timestamp { precision } | LogicalType::TimestampLtz { precision },
+            ) => (
+                if precision <= 3 {
+                    Read::CompactTimestamp(*unit)
+                } else {
+                    Read::Wide(*unit)
+                },
+                Values::Int64(PrimitiveBuilder::new()),
+            ),
+            (DataType::Utf8, _) => (Read::Utf8, Values::Utf8(StringBuilder::new())),
+            (DataType::Binary, _) => (Read::Binary, Values::Binary(BinaryBuilder::new())),
+            (other, _) => {
+                return Err(Error::unsupported(format!("join column of type {other}")));
+            }
+        };
+        Ok(Self {
+            left,
+            pos,
+            read,
+            data_type: dt,
+            values,
+        })
+    }
+
+    /// Appends the field of `record`.
+    fn append(&mut self, record: &RecordRef<'_>) -> Result<()> {
+        let pos = self.pos;
+        if record.is_null(pos)? {
+            match &mut self.values {
+                Values::Boolean(b) => b.append_null(),
+                Values::Int8(b) => b.append_null(),
+                Values::Int16(b) => b.append_null(),
+                Values::Int32(b) => b.append_null(),
+                Values::Int64(b) => b.append_null(),
+                Values::Float32(b) => b.append_null(),
+                Values::Float64(b) => b.append_null(),
+                Values::Decimal(b) => b.append_null(),
+                Values::Utf8(b) => b.append_null(),
+                Values::Binary(b) => b.append_null(),
+            }
+            return Ok(());
+        }
+        match (self.read, &mut self.values) {
+            (Read::Boolean, Values::Boolean(b)) => b.append_value(record.slot(pos)?[0] != 0),
+            (Read::Int8, Values::Int8(b)) => b.append_value(record.slot(pos)?[0].cast_signed()),
+            (Read::Int16, Values::Int16(b)) => {
+                let [lo, hi, ..] = record.slot(pos)?;
+                b.append_value(i16::from_le_bytes([lo, hi]));
+            }
+            (Read::Int32, Values::Int32(b)) => {
+                b.append_value(i32::from_le_bytes(low4(record.slot(pos)?)));
+            }
+            (Read::Int64, Values::Int64(b)) => {
+                b.append_value(i64::from_le_bytes(record.slot(pos)?));
+            }
+            (Read::Float32, Values::Float32(b)) => {
+                b.append_value(f32::from_bits(u32::from_le_bytes(low4(record.slot(pos)?))));
+            }
+            (Read::Float64, Values::Float64(b)) => {
+                b.append_value(f64::from_bits(u64::from_le_bytes(record.slot(pos)?)));
+            }
+            (Read::CompactDecimal, Values::Decimal(b)) => {
+                let unscaled = i64::from_le_bytes(record.slot(pos)?);
+                let DataType::Decimal128(p, _) = self.data_type else {
+                    return Err(corrupt());
+                };
+                // Within the precision, as the checked reader requires.
+                if unscaled.unsigned_abs() >= 10_u64.pow(u32::from(p)) {
+                    return Err(corrupt());
+                }
+                b.append_value(i128::from(unscaled));
+            }
+            (Read::CompactTimestamp(unit), Values::Int64(b)) => {
+                let millis = i64::from_le_bytes(record.slot(pos)?);
+                let ts = Timestamp {
+                    millis,
+                    nano_of_milli: 0,
+                };
+                b.append_value(from_timestamp(ts, unit));
+            }
+            (Read::Utf8, Values::Utf8(b)) => {
+                let text = std::str::from_utf8(record.var_bytes(pos)?).map_err(|_| corrupt())?;
+                b.append_value(text);
+            }
+            (Read::Binary, Values::Binary(b)) => b.append_value(record.var_bytes(pos)?),
+            (Read::Wide(_), Values::Decimal(b)) => match record.read_wide(pos)? {
+                Value::Decimal { unscaled, .. } => b.append_value(unscaled),
+                _ => return Err(corrupt()),
+            },
+            (Read::Wide(unit), Values::Int64(b)) => match record.read_wide(pos)? {
+                Value::Timestamp(ts) | Value::TimestampLtz(ts) => {
+                    b.append_value(from_timestamp(ts, unit));
+                }
+                _ => return Err(corrupt()),
+            },
+            _ => return Err(corrupt()),
+        }
+        Ok(())
+    }
+
+    /// The column's values so far as an array of its type (the builder starts over).
+    fn finish(&mut self) -> Result<ArrayRef> {
+        let dt = &self.data_type;
+        Ok(match &mut self.values {
+            Values::Boolean(b) => Arc::new(b.finish()),
+            Values::Int8(b) => Arc::new(b.finish()),
+            Values::Int16(b) => Arc::new(b.finish()),
+            Values::Int32(b) => {
+                let a = b.finish();
+                if *dt == DataType::Date32 {
+                    Arc::new(a.reinterpret_cast::<Date32Type>())
+                } else {
+                    Arc::new(a)
+                }
+            }
+            Values::Int64(b) => {
+                let a = b.finish();
+                match dt {
+                    DataType::Timestamp(unit, tz) => {
+                        let tz = tz.clone();
+                        match unit {
+                            TimeUnit::Second => Arc::new(
+                                a.reinterpret_cast::<TimestampSecondType>()
+                                    .with_timezone_opt(tz),
+                            ),
+                            TimeUnit::Millisecond => Arc::new(
+                                a.reinterpret_cast::<TimestampMillisecondType>()
+                                    .with_timezone_opt(tz),
+                            ),
+                            TimeUnit::Microsecond => Arc::new(
+                                a.reinterpret_cast::<TimestampMicrosecondType>()
+                                    .with_timezone_opt(tz),
+                            ),
+                            TimeUnit::Nanosecond => Arc::new(
+                                a.reinterpret_cast::<TimestampNanosecondType>()
+                                    .with_timezone_opt(tz),
+                            ),
+                        }
+                    }
+                    _ => Arc::new(a),
+                }
+            }
+            Values::Float32(b) => Arc::new(b.finish()),
+            Values::Float64(b) => Arc::new(b.finish()),
+            Values::Decimal(b) => {
+                let DataType::Decimal128(p, s) = dt else {
+                    return Err(corrupt());
+                };
+                Arc::new(b.finish().with_precision_and_scale(*p, *s)?)
+            }
+            Values::Utf8(b) => Arc::new(b.finish()),
+            Values::Binary(b) => Arc::new(b.finish()),
+        })
+    }
+}
+
+/// The output of a bundle under construction, handed to the sink every `chunk_rows` rows.
+pub(super) struct Emitter<'a> {
+    columns: Vec<Column>,
+    kinds: Vec<RowKind>,
+    chunk_rows: usize,
+    schema: SchemaRef,
+    sink: &'a mut dyn FnMut(ChangelogBatch) -> Result<()>,
+}
+
+/// The null-bit width of records of `types`.
+pub(super) fn null_bits(types: &[LogicalType]) -> usize {
+    bit_set_width_in_bytes(types.len())
+}
+
+impl<'a> Emitter<'a> {
+    /// An emitter of `schema` (the left fields of types `left`, then the right fields of types
+    /// `right`).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a column type without a record mapping.
+    pub(super) fn try_new(
+        schema: &SchemaRef,
+        left: &[LogicalType],
+        right: &[LogicalType],
+        chunk_rows: usize,
+        sink: &'a mut dyn FnMut(ChangelogBatch) -> Result<()>,
+    ) -> Result<Self> {
+        let sides = left
+            .iter()
+            .enumerate()
+            .map(|(pos, ty)| (true, pos, *ty))
+            .chain(right.iter().enumerate().map(|(pos, ty)| (false, pos, *ty)));
+        let columns = schema
+            .fields()
+            .iter()
+            .zip(sides)
+            .map(|(field, (is_left, pos, ty))| Column::try_new(field, is_left, pos, ty))
+            .collect::<Result<Vec<_>>>()?;
+        if columns.len() != schema.fields().len() {
+            return Err(Error::spec("join output schema differs from its inputs"));
+        }
+        Ok(Self {
+            columns,
+            kinds: Vec::new(),
+            chunk_rows: chunk_rows.max(1),
+            schema: Arc::clone(schema),
+            sink,
+        })
+    }
+
+    /// Appends the joined row `left ‖ right` with `kind` `count` times (none for a count
+    /// below 1).
+    ///
+    /// # Errors
+    /// [`Error::CorruptState`] for a record that does not decode; the sink's error.
+    pub(super) fn push(
+        &mut self,
+        kind: RowKind,
+        left: &RecordRef<'_>,
+        right: &RecordRef<'_>,
+        count: i64,
+    ) -> Result<()> {
+        for _ in 0..count {
+            for c in &mut self.columns {
+                c.append(if c.left { left } else { right })?;
+            }
+            self.kinds.push(kind);
+            if self.kinds.len() >= self.chunk_rows {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the pending rows (if any) to the sink.
+    ///
+    /// # Errors
+    /// An Arrow error building the batch; the sink's error.
+    pub(super) fn flush(&mut self) -> Result<()> {
+        if self.kinds.is_empty() {
+            return Ok(());
+        }
+        let columns = self
+            .columns
+            .iter_mut()
+            .map(Column::finish)
+            .collect::<Result<Vec<_>>>()?;
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        let kinds = std::mem::take(&mut self.kinds);
+        (self.sink)(ChangelogBatch::try_new(batch, kinds)?)
+    }
+}
