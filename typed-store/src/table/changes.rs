@@ -42,6 +42,11 @@ pub(super) struct Changes<V> {
     pub(super) undo: Vec<(Key, Option<(i64, V)>)>,
 }
 
+/// What a pending key of `key_len` bytes counts against the write-behind limit.
+pub(super) fn pending_cost<V>(key_len: usize) -> usize {
+    key_len + size_of::<Slot<V>>()
+}
+
 /// The write a slot stands for: its value and last access while live, a delete otherwise.
 pub(super) fn write_of<V: Clone>(slot: &Slot<V>) -> Option<(i64, V)> {
     match (&slot.value, slot.live) {
@@ -95,7 +100,7 @@ impl<V: Clone> Changes<V> {
         if !slot.pending {
             slot.pending = true;
             self.pending.push((Key::from(key), hash));
-            self.pending_bytes += key.len() + size_of::<Slot<V>>();
+            self.pending_bytes += pending_cost::<V>(key.len());
         }
     }
 

@@ -24,6 +24,7 @@ use state_api::{Result, ValueCodec};
 use crate::error::rocks_api;
 
 use super::TableCore;
+use super::changes::pending_cost;
 
 /// A key's write in a flush: `(last access, value)`, or `None` for a delete.
 type Write<'a, V> = Option<(i64, &'a V)>;
@@ -187,7 +188,7 @@ impl<C: ValueCodec> TableCore<C> {
         self.release_slot_reservation(freed);
         self.changes.pending_bytes = kept
             .iter()
-            .map(|(key, _)| key.as_bytes().len() + std::mem::size_of::<super::Slot<C::Value>>())
+            .map(|(key, _)| pending_cost::<C::Value>(key.as_bytes().len()))
             .sum();
         self.changes.pending = kept;
         if count > 0 {

@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
-use state_api::{
-    BundlePhase, CanonicalTable, KeyedTable, Result, SweepProgress, TableStats, ValueCodec,
-};
+use state_api::{CanonicalTable, KeyedTable, Result, SweepProgress, TableStats, ValueCodec};
 
 use super::TableCore;
 
@@ -42,7 +40,7 @@ impl<C: ValueCodec> PendingWrites for CoreSlot<C> {
     fn flush(&self) -> Result<()> {
         match self.lock().as_mut() {
             Some(core) => core.flush_pending(),
-            None => BundlePhase::default().require_open("flush a table in an open bundle"),
+            None => Err(closed("flush a table in an open bundle")),
         }
     }
 
@@ -171,21 +169,13 @@ impl<C: ValueCodec> RocksKeyedTable<C> {
     }
 }
 
-/// The `BundleState` error of `operation` outside a bundle.
+/// The `BundleState` error of `operation` outside a bundle; also what an operation gets when
+/// the state is neither checked out nor in its slot (a panic while it was out).
 fn closed(operation: &'static str) -> state_api::Error {
-    match BundlePhase::default().require_open(operation) {
-        Err(e) => e,
-        Ok(()) => state_api::Error::BundleState {
-            operation,
-            requires_open: true,
-        },
+    state_api::Error::BundleState {
+        operation,
+        requires_open: true,
     }
-}
-
-/// The error when the state is neither checked out nor in its slot (a panic while it was
-/// out): reported as a bundle-state error of `operation`.
-fn lost(operation: &'static str) -> state_api::Error {
-    closed(operation)
 }
 
 impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
@@ -208,7 +198,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
             .slot
             .lock()
             .take()
-            .ok_or_else(|| lost("begin_bundle"))?;
+            .ok_or_else(|| closed("begin_bundle"))?;
         match core.begin_bundle(keys) {
             Ok(()) => {
                 self.out = Some(core);
@@ -247,7 +237,7 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
 
     fn sweep_expired(&mut self, max_entries: usize) -> Result<SweepProgress> {
         self.with_mut(|core| core.sweep_expired(max_entries))
-            .unwrap_or_else(|| Err(lost("sweep_expired")))
+            .unwrap_or_else(|| Err(closed("sweep_expired")))
     }
 
     fn stats(&self) -> TableStats {
@@ -278,14 +268,14 @@ impl<C: ValueCodec> CanonicalTable for RocksKeyedTable<C> {
         let mut guard = self.slot.lock();
         let core = guard
             .as_deref_mut()
-            .ok_or_else(|| lost("export_key_group"))?;
+            .ok_or_else(|| closed("export_key_group"))?;
         core.flush_pending()?;
         core.export_key_group(key_group)
     }
 
     fn stage_restore(&mut self, batches: Vec<(KeyGroup, RecordBatch)>) -> Result<()> {
         self.with_mut(|core| core.stage_restore(batches))
-            .unwrap_or_else(|| Err(lost("restore")))
+            .unwrap_or_else(|| Err(closed("restore")))
     }
 
     fn commit_restore(&mut self) {
