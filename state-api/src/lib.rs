@@ -102,7 +102,8 @@
 //! |---------------|---------|-----------------------------------------------------------|
 //! | `conformance` | no      | the `conformance` module and macro (needs `proptest`); not API-stable |
 
-#![forbid(unsafe_code)]
+// Denied, not forbidden: `flat_map::prefetch_line` allows it for one prefetch hint.
+#![deny(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
@@ -110,6 +111,7 @@ mod bundle;
 mod codec;
 mod context;
 mod error;
+mod flat_map;
 mod inline_key;
 mod key_groups;
 mod map;
@@ -134,6 +136,9 @@ pub use bundle::BundlePhase;
 pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
+pub use flat_map::{
+    Entry as FlatEntry, FlatMap, OccupiedEntry as FlatOccupiedEntry, VacantEntry as FlatVacantEntry,
+};
 pub use inline_key::{INLINE_KEY_LEN, InlineKey};
 pub use key_groups::{key_group_at, key_group_offset};
 pub use map::{

@@ -1,14 +1,13 @@
 //! The bundle operations of the in-memory keyed table ([`KeyedTable`]).
 
-use hashbrown::HashMap;
-use hashbrown::hash_map::EntryRef;
 use keygroup::{KeyGroup, KeyGroupRange};
-use state_api::{KeyedTable, Result, SweepProgress, TableStats, TtlRead, ValueCodec, ttl_read};
-
-use state_api::InlineKey as Key;
+use state_api::{
+    FlatEntry, FlatMap, KeyedTable, Result, SweepProgress, TableStats, TtlRead, ValueCodec,
+    ttl_read,
+};
 
 use super::sweep::Tombstones;
-use super::{Entry, KeyedCore, entry_size, mark_dirty};
+use super::{Entry, KeyedCore, PREFETCH_AHEAD, entry_size, mark_dirty};
 
 impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     type Codec = C;
@@ -23,8 +22,20 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
 
     fn begin_bundle(&mut self, keys: &[(KeyGroup, &[u8])]) -> Result<()> {
         self.bundle.check_begin("begin_bundle")?;
-        for (key_group, _) in keys {
-            self.group_index(*key_group)?;
+        // Everything is resident: the named keys are only validated and hashed, for the
+        // gets to prefetch their slots `PREFETCH_AHEAD` gets ahead.
+        self.ahead.clear();
+        self.cursor = 0;
+        for (key_group, key) in keys {
+            let index = self.group_index(*key_group)?;
+            if let Some(group) = self.groups.get(index) {
+                self.ahead.push((index, group.hash(key)));
+            }
+        }
+        for &(index, hash) in self.ahead.iter().take(PREFETCH_AHEAD) {
+            if let Some(group) = self.groups.get(index) {
+                group.prefetch(hash);
+            }
         }
         self.bundle.begin("begin_bundle")?;
         self.dirty_in_bundle = 0;
@@ -34,6 +45,12 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
         self.check_bundle("get", true)?;
         let index = self.group_index(key_group)?;
+        if let Some(&(ahead, hash)) = self.ahead.get(self.cursor + PREFETCH_AHEAD)
+            && let Some(group) = self.groups.get(ahead)
+        {
+            group.prefetch(hash);
+        }
+        self.cursor += 1;
         let now = self.now();
         let Self {
             groups,
@@ -85,8 +102,8 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
             return Ok(());
         };
         // One hash: the entry is found or the slot for it is kept for the insert.
-        match group.entry_ref(key) {
-            EntryRef::Occupied(mut occupied) => {
+        match group.entry(key) {
+            FlatEntry::Occupied(mut occupied) => {
                 let entry = occupied.get_mut();
                 let old_heap = codec.heap_size(&entry.value);
                 if new_heap > old_heap {
@@ -104,17 +121,14 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
                 entry.last_access = now;
                 mark_dirty(entry, *epoch, dirty_in_bundle);
             }
-            EntryRef::Vacant(vacant) => {
+            FlatEntry::Vacant(vacant) => {
                 reservation.try_grow(entry_size::<C::Value>(key.len(), new_heap))?;
-                vacant.insert_with_key(
-                    Key::from(key),
-                    Entry {
-                        value,
-                        last_access: now,
-                        live: true,
-                        dirty_epoch: *epoch,
-                    },
-                );
+                vacant.insert(Entry {
+                    value,
+                    last_access: now,
+                    live: true,
+                    dirty_epoch: *epoch,
+                });
                 *dirty_in_bundle += 1;
             }
         }
@@ -153,7 +167,7 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
         for index in candidates {
             let (Some(&count), Some(len)) = (
                 self.tombstones.get(index),
-                self.groups.get(index).map(HashMap::len),
+                self.groups.get(index).map(FlatMap::len),
             ) else {
                 continue;
             };

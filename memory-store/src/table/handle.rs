@@ -12,13 +12,17 @@ use crate::checkout::{Checkout, TableMeta, delegate_canonical_table, lost};
 /// A keyed table that keeps decoded values in one hash map per key group.
 ///
 /// - Everything is resident, so [`begin_bundle`](KeyedTable::begin_bundle) only validates
-///   and opens the bundle: it issues no reads ([`TableStats::hydration_batches`] and
-///   `point_hydrations` stay 0), and a get of a key not named in it is as fast as any other.
+///   the named keys and hashes them: it issues no reads ([`TableStats::hydration_batches`]
+///   and `point_hydrations` stay 0). Get number `n` of a bundle prefetches the slot of the
+///   `n + 16`th named key, so gets in the order the keys were named find their slots in the
+///   cache; a get of a key not named is correct, only not prefetched.
 /// - Writes go to the maps in place; a per-entry bundle epoch makes each dirty key count
 ///   once in [`TableStats::written_keys`]. Removals leave tombstones that a commit purges
 ///   from a key group once they are a quarter of it (amortised O(1) per removal, no
 ///   allocation), and [`sweep_expired`](KeyedTable::sweep_expired) purges too.
-/// - Memory: every entry reserves `key length + entry size + 16 +`
+/// - Memory: every entry reserves its key's heap bytes (0 up to 22 bytes, stored inline),
+///   two slots of its group's [`FlatMap`](state_api::FlatMap)
+///   ([`FlatMap::ENTRY_BYTES`](state_api::FlatMap::ENTRY_BYTES)) and
 ///   [`ValueCodec::heap_size`] from the store's pool; a write the pool refuses fails with
 ///   [`Error::MemoryExhausted`](state_api::Error::MemoryExhausted) and changes nothing.
 ///   Restore stages the new content (reserved in addition to the old) before replacing it.

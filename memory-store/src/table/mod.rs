@@ -11,22 +11,23 @@ mod sweep;
 
 pub use handle::MemoryKeyedTable;
 
-use std::mem::size_of;
 use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
-use hashbrown::HashMap;
+use foldhash::fast::RandomState;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, Clock, MemoryReservation, Result, StoreConfig, TableStats, TtlConfig, ValueCodec,
-    canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, Clock, FlatMap, MemoryReservation, Result, StoreConfig, TableStats, TtlConfig,
+    ValueCodec, canonical_schema, key_group_offset, ttl_now,
 };
 
 use state_api::InlineKey as Key;
 
-/// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (hash-table
-/// control bytes and slack).
-const ENTRY_OVERHEAD: usize = 16;
+/// How many gets ahead a get prefetches the slot of the key the bundle named there: far
+/// enough that the slot arrives before its get (a miss costs ~100-200 ns, a get ~20 ns),
+/// near enough that 16 x 2 slots stay in L1. Measured: 8 ahead 33 ns per get, 16 ahead 24 ns,
+/// 32 ahead 25 ns (a 100,000-key micro-benchmark on this project's machine).
+const PREFETCH_AHEAD: usize = 16;
 
 /// One stored entry. A removed (or expired-and-read) entry stays as a tombstone until the
 /// bundle commits or a sweep, so a later write in the same bundle is still one dirty key.
@@ -39,9 +40,10 @@ struct Entry<V> {
     dirty_epoch: u64,
 }
 
-/// One key group's entries: hashbrown with foldhash, keys inline up to 22 bytes, looked up
-/// by `&[u8]` with one hash per operation.
-type Group<V> = HashMap<Key, Entry<V>, foldhash::fast::RandomState>;
+/// One key group's entries: a [`FlatMap`] (keys inline up to 22 bytes, one hash per
+/// operation, slots prefetchable). All groups of a table share one hasher, so a key's hash
+/// does not depend on the group.
+type Group<V> = FlatMap<Entry<V>>;
 
 /// Rows staged by [`CanonicalTable::stage_restore`] or a native restore.
 #[derive(Debug)]
@@ -62,7 +64,13 @@ pub(crate) struct KeyedCore<C: ValueCodec> {
     schema: SchemaRef,
     key_groups: KeyGroupRange,
     clock: Arc<dyn Clock>,
+    hasher: RandomState,
     groups: Vec<Group<C::Value>>,
+    /// The open bundle's named keys in order, `(group index, hash)`: get number `n`
+    /// prefetches the slot of named key `n + PREFETCH_AHEAD`.
+    ahead: Vec<(usize, u64)>,
+    /// Gets since the bundle began.
+    cursor: usize,
     tombstones: Vec<usize>,
     /// Groups with tombstones, each listed once (`listed[index]` says whether it is).
     tombstone_groups: Vec<usize>,
@@ -76,8 +84,11 @@ pub(crate) struct KeyedCore<C: ValueCodec> {
     stats: TableStats,
 }
 
+/// Bytes charged for an entry with a `key_len`-byte key and `heap` value heap bytes: the
+/// key's heap bytes (0 when inline), two slots of the group's map ([`FlatMap::ENTRY_BYTES`],
+/// its mean cost per entry) and the value's heap bytes.
 fn entry_size<V>(key_len: usize, heap: usize) -> usize {
-    Key::heap_bytes(key_len) + size_of::<Key>() + size_of::<Entry<V>>() + ENTRY_OVERHEAD + heap
+    Key::heap_bytes(key_len) + Group::<V>::ENTRY_BYTES + heap
 }
 
 impl<C: ValueCodec> KeyedCore<C> {
@@ -85,6 +96,7 @@ impl<C: ValueCodec> KeyedCore<C> {
     pub(crate) fn new(name: &str, codec: C, ttl: Option<TtlConfig>, config: &StoreConfig) -> Self {
         let key_groups = config.key_groups();
         let schema = canonical_schema(&codec.fields());
+        let hasher = RandomState::default();
         Self {
             name: name.to_owned(),
             codec,
@@ -93,7 +105,10 @@ impl<C: ValueCodec> KeyedCore<C> {
             schema,
             key_groups,
             clock: Arc::clone(config.clock()),
-            groups: (0..key_groups.len()).map(|_| Group::default()).collect(),
+            groups: empty_groups(&hasher, key_groups.len()),
+            hasher,
+            ahead: Vec::new(),
+            cursor: 0,
             tombstones: vec![0; key_groups.len()],
             tombstone_groups: Vec::new(),
             listed: vec![false; key_groups.len()],
@@ -109,7 +124,7 @@ impl<C: ValueCodec> KeyedCore<C> {
 
     /// Live entries (expired entries not yet cleaned up included).
     pub(crate) fn len(&self) -> usize {
-        self.groups.iter().map(HashMap::len).sum::<usize>() - self.tombstones.iter().sum::<usize>()
+        self.groups.iter().map(FlatMap::len).sum::<usize>() - self.tombstones.iter().sum::<usize>()
     }
 
     /// Whether the table holds no live entry.
@@ -138,6 +153,13 @@ impl<C: ValueCodec> KeyedCore<C> {
     fn now(&self) -> i64 {
         ttl_now(self.ttl.as_ref(), &*self.clock)
     }
+}
+
+/// `count` empty groups sharing `hasher`.
+fn empty_groups<V>(hasher: &RandomState, count: usize) -> Vec<Group<V>> {
+    (0..count)
+        .map(|_| FlatMap::with_hasher(hasher.clone()))
+        .collect()
 }
 
 /// Marks `entry` dirty in bundle `epoch`, counting it once per bundle.

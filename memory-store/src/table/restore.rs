@@ -13,7 +13,7 @@ use state_api::{
 
 use state_api::InlineKey as Key;
 
-use super::{Entry, Group, KeyedCore, Staged, entry_size};
+use super::{Entry, KeyedCore, Staged, empty_groups, entry_size};
 
 impl<C: ValueCodec> KeyedCore<C> {
     pub(super) fn check_staging(&self) -> Result<()> {
@@ -26,9 +26,7 @@ impl<C: ValueCodec> KeyedCore<C> {
         rows: impl Iterator<Item = (usize, Box<[u8]>, i64, C::Value)>,
     ) -> Result<Staged<C::Value>> {
         let mut staged = Staged {
-            groups: (0..self.key_groups.len())
-                .map(|_| Group::default())
-                .collect(),
+            groups: empty_groups(&self.hasher, self.key_groups.len()),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         };
         for (index, key, last_access, value) in rows {
@@ -60,9 +58,7 @@ impl<C: ValueCodec> KeyedCore<C> {
 
     pub(super) fn apply_staged(&mut self, staged: Option<Staged<C::Value>>) {
         let staged = staged.unwrap_or_else(|| Staged {
-            groups: (0..self.key_groups.len())
-                .map(|_| Group::default())
-                .collect(),
+            groups: empty_groups(&self.hasher, self.key_groups.len()),
             reservation: MemoryReservation::new(Arc::clone(self.reservation.pool())),
         });
         self.groups = staged.groups;

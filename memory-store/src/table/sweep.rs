@@ -1,6 +1,6 @@
 //! Tombstones and the bounded TTL sweep of the in-memory keyed table.
 
-use hashbrown::HashMap;
+use state_api::FlatMap;
 use state_api::{Result, SweepProgress, ValueCodec, ttl_exported};
 
 use super::{Entry, KeyedCore, entry_size};
@@ -77,7 +77,7 @@ impl<C: ValueCodec> KeyedCore<C> {
         let limit = max_entries as u64;
         for _ in 0..groups {
             let index = self.sweep_cursor % groups;
-            progress.scanned += self.groups.get(index).map_or(0, HashMap::len) as u64;
+            progress.scanned += self.groups.get(index).map_or(0, FlatMap::len) as u64;
             let budget = usize::try_from(limit - progress.removed).unwrap_or(usize::MAX);
             progress.removed += self.purge_group(index, now, budget) as u64;
             if progress.removed >= limit {
