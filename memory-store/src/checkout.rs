@@ -93,7 +93,7 @@ impl<T> Checkout<T> {
     /// [`Error::BundleState`](state_api::Error::BundleState) (a bundle is required) for
     /// `operation` when no bundle is open.
     pub(crate) fn in_bundle(&mut self, operation: &'static str) -> state_api::Result<&mut T> {
-        self.held().ok_or(state_api::Error::BundleState {
+        self.held().ok_or_else(|| state_api::Error::BundleState {
             operation,
             requires_open: true,
         })

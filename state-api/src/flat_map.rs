@@ -206,6 +206,32 @@ impl<V> FlatMap<V> {
         }
     }
 
+    /// The value of `key` (hash `hash`), inserting `make()` first when it is absent (the
+    /// key copied only then); one probe either way.
+    #[inline]
+    pub fn get_or_insert_with_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        make: impl FnOnce() -> V,
+    ) -> &mut V {
+        let index = match self.probe(hash, key) {
+            Ok(index) => index,
+            Err(index) => self.place(
+                index,
+                Slot {
+                    hash,
+                    key: InlineKey::from(key),
+                    value: make(),
+                },
+            ),
+        };
+        match self.slots.get_mut(index) {
+            Some(Some(slot)) => &mut slot.value,
+            _ => unreachable!("the slot was found or just filled"),
+        }
+    }
+
     /// Inserts `value` for `key`; returns the value it replaces.
     pub fn insert(&mut self, key: InlineKey, value: V) -> Option<V> {
         let hash = self.hash(key.as_bytes());
@@ -348,12 +374,9 @@ impl<V> FlatMap<V> {
             // The home slot and the one after it; prefetching past the end of the
             // allocation is harmless (a prefetch never faults) and the pointers are only
             // computed, never dereferenced.
-            let mut line = 0;
-            while line < 2 * Self::SLOT_BYTES {
-                prefetch_line(start.wrapping_add(line));
-                line += 64;
-            }
-            prefetch_line(start.wrapping_add(2 * Self::SLOT_BYTES - 1));
+            prefetch_line(start);
+            prefetch_line(start.wrapping_add(64));
+            prefetch_line(start.wrapping_add(128));
         }
     }
 }
@@ -542,6 +565,7 @@ mod tests {
     enum Op {
         Insert(u8, u32),
         Entry(u8, u32),
+        GetOrInsert(u8, u32),
         Remove(u8),
         Retain(u8),
     }
@@ -550,6 +574,7 @@ mod tests {
         prop_oneof![
             4 => (any::<u8>(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
             2 => (any::<u8>(), any::<u32>()).prop_map(|(k, v)| Op::Entry(k, v)),
+            2 => (any::<u8>(), any::<u32>()).prop_map(|(k, v)| Op::GetOrInsert(k, v)),
             3 => any::<u8>().prop_map(Op::Remove),
             1 => (1..8_u8).prop_map(Op::Retain),
         ]
@@ -572,6 +597,15 @@ mod tests {
                         let k = vec![k % 64; usize::from(k % 3) * 12 + 1];
                         let got = *map.entry(&k).or_insert_with(|| v);
                         prop_assert_eq!(got, *model.entry(k).or_insert(v));
+                    }
+                    Op::GetOrInsert(k, v) => {
+                        let k = vec![k % 64; usize::from(k % 3) * 12 + 1];
+                        let hash = map.hash(&k);
+                        map.prefetch(hash);
+                        let got = map.get_or_insert_with_hashed(hash, &k, || v);
+                        *got = got.wrapping_add(1);
+                        let want = model.entry(k).or_insert(v);
+                        *want = want.wrapping_add(1);
                     }
                     Op::Remove(k) => {
                         let k = vec![k % 64; usize::from(k % 3) * 12 + 1];

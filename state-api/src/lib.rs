@@ -116,6 +116,7 @@ mod inline_key;
 mod key_groups;
 mod map;
 mod memory;
+mod prefetch;
 mod registry;
 mod row;
 mod snapshot;
@@ -146,6 +147,7 @@ pub use map::{
     full_key_bounds, full_key_bounds_in, map_entry_key, prefix_successor,
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
+pub use prefetch::{BundlePrefetch, PREFETCH_AHEAD};
 pub use registry::TableRegistry;
 pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};
 pub use snapshot::{

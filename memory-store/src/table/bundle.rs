@@ -7,7 +7,7 @@ use state_api::{
 };
 
 use super::sweep::Tombstones;
-use super::{Entry, KeyedCore, PREFETCH_AHEAD, entry_size, mark_dirty};
+use super::{Entry, KeyedCore, entry_size, mark_dirty};
 
 impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     type Codec = C;
@@ -23,16 +23,15 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     fn begin_bundle(&mut self, keys: &[(KeyGroup, &[u8])]) -> Result<()> {
         self.bundle.check_begin("begin_bundle")?;
         // Everything is resident: the named keys are only validated and hashed, for the
-        // gets to prefetch their slots `PREFETCH_AHEAD` gets ahead.
-        self.ahead.clear();
-        self.cursor = 0;
+        // gets to prefetch their slots `state_api::PREFETCH_AHEAD` gets ahead.
+        self.ahead.begin();
         for (key_group, key) in keys {
             let index = self.group_index(*key_group)?;
             if let Some(group) = self.groups.get(index) {
                 self.ahead.push((index, group.hash(key)));
             }
         }
-        for &(index, hash) in self.ahead.iter().take(PREFETCH_AHEAD) {
+        for &(index, hash) in self.ahead.first() {
             if let Some(group) = self.groups.get(index) {
                 group.prefetch(hash);
             }
@@ -45,12 +44,11 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
         self.check_bundle("get", true)?;
         let index = self.group_index(key_group)?;
-        if let Some(&(ahead, hash)) = self.ahead.get(self.cursor + PREFETCH_AHEAD)
+        if let Some(&(ahead, hash)) = self.ahead.advance()
             && let Some(group) = self.groups.get(ahead)
         {
             group.prefetch(hash);
         }
-        self.cursor += 1;
         let now = self.now();
         let Self {
             groups,

@@ -17,17 +17,11 @@ use arrow_schema::SchemaRef;
 use foldhash::fast::RandomState;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, Clock, FlatMap, MemoryReservation, Result, StoreConfig, TableStats, TtlConfig,
-    ValueCodec, canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, BundlePrefetch, Clock, FlatMap, MemoryReservation, Result, StoreConfig,
+    TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
 };
 
 use state_api::InlineKey as Key;
-
-/// How many gets ahead a get prefetches the slot of the key the bundle named there: far
-/// enough that the slot arrives before its get (a miss costs ~100-200 ns, a get ~20 ns),
-/// near enough that 16 x 2 slots stay in L1. Measured: 8 ahead 33 ns per get, 16 ahead 24 ns,
-/// 32 ahead 25 ns (a 100,000-key micro-benchmark on this project's machine).
-const PREFETCH_AHEAD: usize = 16;
 
 /// One stored entry. A removed (or expired-and-read) entry stays as a tombstone until the
 /// bundle commits or a sweep, so a later write in the same bundle is still one dirty key.
@@ -66,11 +60,9 @@ pub(crate) struct KeyedCore<C: ValueCodec> {
     clock: Arc<dyn Clock>,
     hasher: RandomState,
     groups: Vec<Group<C::Value>>,
-    /// The open bundle's named keys in order, `(group index, hash)`: get number `n`
-    /// prefetches the slot of named key `n + PREFETCH_AHEAD`.
-    ahead: Vec<(usize, u64)>,
-    /// Gets since the bundle began.
-    cursor: usize,
+    /// The open bundle's named keys in order, `(group index, hash)`, for the gets to
+    /// prefetch their slots ahead.
+    ahead: BundlePrefetch<(usize, u64)>,
     tombstones: Vec<usize>,
     /// Groups with tombstones, each listed once (`listed[index]` says whether it is).
     tombstone_groups: Vec<usize>,
@@ -107,8 +99,7 @@ impl<C: ValueCodec> KeyedCore<C> {
             clock: Arc::clone(config.clock()),
             groups: empty_groups(&hasher, key_groups.len()),
             hasher,
-            ahead: Vec::new(),
-            cursor: 0,
+            ahead: BundlePrefetch::default(),
             tombstones: vec![0; key_groups.len()],
             tombstone_groups: Vec::new(),
             listed: vec![false; key_groups.len()],

@@ -44,10 +44,17 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
         // A complete map has nothing to read: a key it lacks is absent. (Its entries are not
         // stamped, so a pool refusal in this bundle may evict a named key; that makes the map
         // incomplete and the key is read again when it is used.)
-        let named = if self.complete { &[][..] } else { keys };
-        for (kg, key) in named {
+        // Every named key is hashed for the gets to prefetch its slot
+        // `state_api::PREFETCH_AHEAD` gets ahead.
+        self.ahead.begin();
+        for (kg, key) in keys {
             composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
-            if let Some(slot) = self.working.get_mut(self.scratch.as_slice()) {
+            let hash = self.working.hash(&self.scratch);
+            self.ahead.push(hash);
+            if self.complete {
+                continue;
+            }
+            if let Some(slot) = self.working.get_mut_hashed(hash, self.scratch.as_slice()) {
                 slot.bundle = bundle;
             } else {
                 self.miss_bytes.extend_from_slice(&self.scratch);
@@ -57,6 +64,9 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
         if !self.miss_ends.is_empty() {
             self.hydrate_misses()?;
         }
+        for &hash in self.ahead.first() {
+            self.working.prefetch(hash);
+        }
         self.bundle_phase.begin("begin_bundle")?;
         self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
         Ok(())
@@ -65,6 +75,9 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
     fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
         self.check_bundle("get", true)?;
         self.check_key_group(key_group)?;
+        if let Some(&ahead) = self.ahead.advance() {
+            self.working.prefetch(ahead);
+        }
         let now = self.now();
         composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
         // One hash for the lookup (and, on a miss, the point read's insert).

@@ -22,8 +22,8 @@ use std::sync::atomic::Ordering;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, Clock, MemoryReservation, Result, StoreConfig, TableStats, TtlConfig, ValueCodec,
-    canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, BundlePrefetch, Clock, MemoryReservation, Result, StoreConfig, TableStats,
+    TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
 };
 
 use crate::cache::{Key, WorkingMap};
@@ -101,6 +101,9 @@ pub(crate) struct TableCore<C: ValueCodec> {
     shared: Arc<Shared>,
     rows: RowCodec,
     working: WorkingMap<Slot<C::Value>>,
+    /// The open bundle's named keys (their working-map hashes, in order), for the gets to
+    /// prefetch their slots ahead.
+    ahead: BundlePrefetch<u64>,
     scratch: Vec<u8>,
     /// The RocksDB keys `begin_bundle` misses, back to back (`miss_ends` ends each).
     miss_bytes: Vec<u8>,
@@ -174,6 +177,7 @@ impl<C: ValueCodec> TableCore<C> {
             shared,
             rows,
             working: WorkingMap::new(),
+            ahead: BundlePrefetch::default(),
             scratch: Vec::new(),
             miss_bytes: Vec::new(),
             miss_ends: Vec::new(),

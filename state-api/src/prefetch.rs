@@ -1,0 +1,72 @@
+//! The prefetch pipeline of a bundle: the keys `begin_bundle` names, in order, so that get
+//! number `n` can ask the CPU for the map slot of key `n + AHEAD` while it serves key `n`.
+//! Both backends keep their working state in [`FlatMap`](crate::FlatMap)s, whose slots are
+//! known from a key's hash before the lookup, and run this same pipeline.
+
+/// How many gets ahead a get prefetches: far enough that a slot arrives before its get (a
+/// miss costs ~100-200 ns on this project's machine, a get ~20-30 ns), near enough that the
+/// lines in flight fit the CPU's miss buffers and L1. Measured (a 100,000-key
+/// micro-benchmark): 8 ahead 33 ns per get, 16 ahead 24 ns, 32 ahead 25 ns.
+pub const PREFETCH_AHEAD: usize = 16;
+
+/// The named keys of the open bundle (whatever a backend needs to prefetch one: a hash, a
+/// group and a hash) and how many gets have been served.
+///
+/// ```
+/// use state_api::{BundlePrefetch, PREFETCH_AHEAD};
+///
+/// let mut ahead = BundlePrefetch::default();
+/// ahead.begin();
+/// for hash in 0..20_u64 {
+///     ahead.push(hash);
+/// }
+/// assert_eq!(ahead.first().len(), PREFETCH_AHEAD);
+/// // Get 0 prefetches key 16, get 3 key 19, get 4 nothing.
+/// assert_eq!(ahead.advance(), Some(&16));
+/// for _ in 0..3 {
+///     ahead.advance();
+/// }
+/// assert_eq!(ahead.advance(), None);
+/// ```
+#[derive(Debug, Clone)]
+pub struct BundlePrefetch<T> {
+    named: Vec<T>,
+    served: usize,
+}
+
+impl<T> Default for BundlePrefetch<T> {
+    fn default() -> Self {
+        Self {
+            named: Vec::new(),
+            served: 0,
+        }
+    }
+}
+
+impl<T> BundlePrefetch<T> {
+    /// Forgets the last bundle's keys (keeping the allocation).
+    pub fn begin(&mut self) {
+        self.named.clear();
+        self.served = 0;
+    }
+
+    /// Appends the next named key.
+    pub fn push(&mut self, key: T) {
+        self.named.push(key);
+    }
+
+    /// The first [`PREFETCH_AHEAD`] named keys: `begin_bundle` prefetches them.
+    pub fn first(&self) -> &[T] {
+        self.named.get(..PREFETCH_AHEAD).unwrap_or(&self.named)
+    }
+
+    /// Counts one get and returns the key to prefetch for it (the one [`PREFETCH_AHEAD`]
+    /// named keys further), `None` past the end. Gets in another order than the keys were
+    /// named only make the prefetches useless, never a lookup wrong.
+    #[inline]
+    pub fn advance(&mut self) -> Option<&T> {
+        let at = self.served + PREFETCH_AHEAD;
+        self.served += 1;
+        self.named.get(at)
+    }
+}
