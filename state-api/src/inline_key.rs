@@ -1,4 +1,4 @@
-//! The key type of the backends' hash maps: key bytes inline when short.
+//! The key types of the backends' maps: key bytes inline when short.
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
@@ -7,35 +7,47 @@ use std::hash::{Hash, Hasher};
 /// one-byte key-group prefix).
 pub const INLINE_KEY_LEN: usize = 22;
 
+/// Map-table entry keys (`prefix ‖ user key`) kept inline up to this length: a join's entry
+/// key (a BIGINT join-key row of 20 bytes ‖ a record of three BIGINT columns, 32 bytes) is 52
+/// bytes, 53 behind a one-byte key-group prefix. A B-tree search compares the query with up to
+/// 11 keys per node; with boxed keys every comparison first loads the key from its own heap
+/// block (a cache miss per comparison on a large table), inline keys sit in the node itself.
+pub const INLINE_MAP_KEY_LEN: usize = 54;
+
 #[derive(Clone)]
-enum Repr {
+enum Repr<const N: usize> {
     /// `len` bytes at the front of `bytes`.
-    Inline {
-        len: u8,
-        bytes: [u8; INLINE_KEY_LEN],
-    },
+    Inline { len: u8, bytes: [u8; N] },
     /// A longer key.
     Heap(Box<[u8]>),
 }
 
-/// Key bytes stored inline up to [`INLINE_KEY_LEN`] bytes and on the heap beyond, so a small
-/// key costs no allocation and no pointer chase (24 bytes either way). Hashes, compares and
-/// borrows exactly as `[u8]`, so maps keyed by it are looked up with a plain `&[u8]`; both
-/// backends key their working maps with it.
+/// Key bytes stored inline up to `N` bytes (at most 255) and on the heap beyond, so a small
+/// key costs no allocation and no pointer chase (`N + 2` bytes rounded up to 8 either way).
+/// Hashes, compares and borrows exactly as `[u8]`, so maps keyed by it are looked up with a
+/// plain `&[u8]`. Both backends key their hash maps with [`InlineKey`] and their ordered map
+/// entries with [`InlineMapKey`].
 ///
 /// ```
-/// use state_api::InlineKey;
+/// use state_api::{InlineKey, InlineMapKey};
 ///
 /// let key = InlineKey::from(&b"user-1"[..]);
 /// assert_eq!(key.as_bytes(), b"user-1");
 /// assert!(key.is_inline());
 /// assert_eq!(InlineKey::heap_bytes(6), 0);
 /// assert_eq!(InlineKey::heap_bytes(40), 40);
+/// assert!(InlineMapKey::from(&[7_u8; 40][..]).is_inline());
 /// ```
 #[derive(Clone)]
-pub struct InlineKey(Repr);
+pub struct InlineBytes<const N: usize>(Repr<N>);
 
-impl InlineKey {
+/// Hash-map keys: inline up to [`INLINE_KEY_LEN`] bytes (24 bytes in all).
+pub type InlineKey = InlineBytes<INLINE_KEY_LEN>;
+
+/// Ordered-map entry keys: inline up to [`INLINE_MAP_KEY_LEN`] bytes (56 bytes in all).
+pub type InlineMapKey = InlineBytes<INLINE_MAP_KEY_LEN>;
+
+impl<const N: usize> InlineBytes<N> {
     /// The key bytes.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
@@ -45,6 +57,16 @@ impl InlineKey {
         }
     }
 
+    /// The number of key bytes.
+    pub fn len(&self) -> usize {
+        self.as_bytes().len()
+    }
+
+    /// Whether the key has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.as_bytes().is_empty()
+    }
+
     /// Whether the bytes are stored inline.
     pub fn is_inline(&self) -> bool {
         matches!(self.0, Repr::Inline { .. })
@@ -52,62 +74,62 @@ impl InlineKey {
 
     /// Heap bytes a key of `len` bytes owns (0 when inline), for memory accounting.
     pub fn heap_bytes(len: usize) -> usize {
-        if len <= INLINE_KEY_LEN { 0 } else { len }
+        if len <= N { 0 } else { len }
     }
 }
 
-impl From<&[u8]> for InlineKey {
+impl<const N: usize> From<&[u8]> for InlineBytes<N> {
     #[inline]
     fn from(key: &[u8]) -> Self {
         match u8::try_from(key.len()) {
-            Ok(len) if key.len() <= INLINE_KEY_LEN => {
-                let mut bytes = [0; INLINE_KEY_LEN];
+            Ok(len) if key.len() <= N => {
+                let mut bytes = [0; N];
                 if let Some(front) = bytes.get_mut(..key.len()) {
                     front.copy_from_slice(key);
                 }
-                InlineKey(Repr::Inline { len, bytes })
+                InlineBytes(Repr::Inline { len, bytes })
             }
-            _ => InlineKey(Repr::Heap(key.into())),
+            _ => InlineBytes(Repr::Heap(key.into())),
         }
     }
 }
 
-impl Borrow<[u8]> for InlineKey {
+impl<const N: usize> Borrow<[u8]> for InlineBytes<N> {
     #[inline]
     fn borrow(&self) -> &[u8] {
         self.as_bytes()
     }
 }
 
-impl Hash for InlineKey {
+impl<const N: usize> Hash for InlineBytes<N> {
     #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.as_bytes().hash(state);
     }
 }
 
-impl PartialEq for InlineKey {
+impl<const N: usize> PartialEq for InlineBytes<N> {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
         self.as_bytes() == other.as_bytes()
     }
 }
 
-impl Eq for InlineKey {}
+impl<const N: usize> Eq for InlineBytes<N> {}
 
-impl PartialOrd for InlineKey {
+impl<const N: usize> PartialOrd for InlineBytes<N> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for InlineKey {
+impl<const N: usize> Ord for InlineBytes<N> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.as_bytes().cmp(other.as_bytes())
     }
 }
 
-impl std::fmt::Debug for InlineKey {
+impl<const N: usize> std::fmt::Debug for InlineBytes<N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("InlineKey").field(&self.as_bytes()).finish()
     }
@@ -134,5 +156,26 @@ mod tests {
             );
         }
         assert_eq!(std::mem::size_of::<InlineKey>(), 24);
+    }
+
+    #[test]
+    fn map_keys_order_as_bytes_inline_or_not() {
+        let short = InlineMapKey::from(&b"abc"[..]);
+        let edge = InlineMapKey::from(&[7_u8; INLINE_MAP_KEY_LEN][..]);
+        let long = InlineMapKey::from(&[7_u8; INLINE_MAP_KEY_LEN + 1][..]);
+        assert!(short.is_inline() && edge.is_inline() && !long.is_inline());
+        assert!(edge < long, "a proper prefix sorts first");
+        assert_eq!(InlineMapKey::heap_bytes(INLINE_MAP_KEY_LEN), 0);
+        assert_eq!(InlineMapKey::heap_bytes(60), 60);
+        assert!(InlineMapKey::from(&b""[..]).is_empty());
+        let mut map = std::collections::BTreeMap::new();
+        for k in [&b"b"[..], b"a", &[7; 60], b"ab"] {
+            map.insert(InlineMapKey::from(k), k.len());
+        }
+        let order: Vec<&[u8]> = map.keys().map(InlineMapKey::as_bytes).collect();
+        assert_eq!(order, [&[7; 60][..], b"a", b"ab", b"b"]);
+        assert_eq!(map.get(&b"ab"[..]), Some(&2));
+        assert_eq!(map.get(&[7_u8; 60][..]), Some(&60));
+        assert_eq!(std::mem::size_of::<InlineMapKey>(), 56);
     }
 }

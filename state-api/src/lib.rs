@@ -140,7 +140,7 @@ pub use error::{CorruptionKind, Error, Result};
 pub use flat_map::{
     Entry as FlatEntry, FlatMap, OccupiedEntry as FlatOccupiedEntry, VacantEntry as FlatVacantEntry,
 };
-pub use inline_key::{INLINE_KEY_LEN, InlineKey};
+pub use inline_key::{INLINE_KEY_LEN, INLINE_MAP_KEY_LEN, InlineBytes, InlineKey, InlineMapKey};
 pub use key_groups::{key_group_at, key_group_offset};
 pub use map::{
     MapHydration, MapStateStore, MapTable, MapValueOf, ScanDirection, ScanVisitor, UserKeyRange,

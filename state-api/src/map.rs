@@ -247,6 +247,30 @@ pub trait MapTable {
         f: impl FnOnce(&mut <Self::Codec as ValueCodec>::Value) -> R,
     ) -> Result<Option<R>>;
 
+    /// Applies `f` in place to the visible value of `(prefix, user_key)` as
+    /// [`update`](MapTable::update) does, or, when there is no visible value, sets it to
+    /// `insert()` as [`put`](MapTable::put) does; returns `true` when it updated and `false`
+    /// when it inserted. Counting state (a join's record counts, a multiset) is one upsert
+    /// per record. The default is `update`, then `put` when that found nothing; a backend may
+    /// override it to find the entry once.
+    ///
+    /// # Errors
+    /// As `update` and `put`; on error the entry is as it was.
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        user_key: &[u8],
+        insert: impl FnOnce() -> <Self::Codec as ValueCodec>::Value,
+        f: impl FnOnce(&mut <Self::Codec as ValueCodec>::Value),
+    ) -> Result<bool> {
+        if self.update(key_group, prefix, user_key, f)?.is_some() {
+            return Ok(true);
+        }
+        self.put(key_group, prefix, user_key, insert())?;
+        Ok(false)
+    }
+
     /// Removes `(prefix, user_key)` (a no-op for an absent entry).
     ///
     /// # Errors

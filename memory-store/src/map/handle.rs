@@ -115,6 +115,19 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
             .update(key_group, prefix, user_key, f)
     }
 
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        user_key: &[u8],
+        insert: impl FnOnce() -> C::Value,
+        f: impl FnOnce(&mut C::Value),
+    ) -> Result<bool> {
+        self.cell
+            .in_bundle("upsert")?
+            .upsert(key_group, prefix, user_key, insert, f)
+    }
+
     fn remove(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) -> Result<()> {
         self.cell
             .in_bundle("remove")?

@@ -4,10 +4,10 @@
 
 mod checkpoint;
 mod handle;
-mod key;
 
 pub use handle::MemoryMapTable;
-use key::MapKey;
+// Entry keys `prefix ‖ user key`, inline up to 54 bytes (its docs say why inline).
+use state_api::InlineMapKey as MapKey;
 
 use std::collections::{BTreeMap, btree_map};
 use std::mem::size_of;
@@ -222,6 +222,51 @@ fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
     }
 }
 
+/// Replaces `entry`'s value with `value` (a put over a stored entry, live or not), reserving
+/// the growth of its heap bytes first; refused, nothing changes.
+fn overwrite<C: ValueCodec>(
+    codec: &C,
+    reservation: &mut MemoryReservation,
+    entry: &mut Entry<C::Value>,
+    value: C::Value,
+) -> Result<()> {
+    let (old_heap, new_heap) = (codec.heap_size(&entry.value), codec.heap_size(&value));
+    if new_heap > old_heap {
+        reservation.try_grow(new_heap - old_heap)?;
+    } else {
+        reservation.shrink(old_heap - new_heap);
+    }
+    entry.live = true;
+    entry.value = value;
+    Ok(())
+}
+
+/// Applies `f` to `entry`'s value in place and reserves the growth of its heap bytes; when the
+/// pool refuses, the value is put back from the copy kept under a bounded pool.
+fn update_in_place<C: ValueCodec, R>(
+    codec: &C,
+    reservation: &mut MemoryReservation,
+    bounded_pool: bool,
+    entry: &mut Entry<C::Value>,
+    f: impl FnOnce(&mut C::Value) -> R,
+) -> Result<R> {
+    let old_heap = codec.heap_size(&entry.value);
+    let backup = bounded_pool.then(|| entry.value.clone());
+    let out = f(&mut entry.value);
+    let new_heap = codec.heap_size(&entry.value);
+    if new_heap > old_heap {
+        if let Err(err) = reservation.try_grow(new_heap - old_heap) {
+            if let Some(old) = backup {
+                entry.value = old;
+            }
+            return Err(err);
+        }
+    } else {
+        reservation.shrink(old_heap - new_heap);
+    }
+    Ok(out)
+}
+
 impl<C: ValueCodec> MapTable for MapCore<C> {
     type Codec = C;
 
@@ -315,14 +360,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         match group.entry(key.into()) {
             btree_map::Entry::Occupied(mut occupied) => {
                 let entry = occupied.get_mut();
-                let old_heap = codec.heap_size(&entry.value);
-                if new_heap > old_heap {
-                    reservation.try_grow(new_heap - old_heap)?;
-                } else {
-                    reservation.shrink(old_heap - new_heap);
-                }
-                entry.live = true;
-                entry.value = value;
+                overwrite(codec, reservation, entry, value)?;
                 entry.last_access = now;
                 mark_dirty(entry, *epoch, dirty_in_bundle);
             }
@@ -368,23 +406,68 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
             return Ok(None);
         }
-        let old_heap = codec.heap_size(&entry.value);
-        let backup = bounded_pool.then(|| entry.value.clone());
-        let out = f(&mut entry.value);
-        let new_heap = codec.heap_size(&entry.value);
-        if new_heap > old_heap {
-            if let Err(err) = reservation.try_grow(new_heap - old_heap) {
-                if let Some(old) = backup {
-                    entry.value = old;
-                }
-                return Err(err);
-            }
-        } else {
-            reservation.shrink(old_heap - new_heap);
-        }
+        let out = update_in_place(codec, reservation, *bounded_pool, entry, f)?;
         entry.last_access = now;
         mark_dirty(entry, *epoch, dirty_in_bundle);
         Ok(Some(out))
+    }
+
+    /// One search: the entry found is updated in place (as `update`) or overwritten (a
+    /// removed or invisible one, as `put`), or `insert()` goes where the search ended.
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        user_key: &[u8],
+        insert: impl FnOnce() -> C::Value,
+        f: impl FnOnce(&mut C::Value),
+    ) -> Result<bool> {
+        self.check_bundle("upsert", true)?;
+        let index = self.group_index(key_group)?;
+        let now = self.now();
+        let Self {
+            groups,
+            codec,
+            ttl,
+            epoch,
+            dirty_in_bundle,
+            reservation,
+            bounded_pool,
+            scratch,
+            ..
+        } = self;
+        let key = map_entry_key(scratch, prefix, user_key);
+        let Some(group) = groups.get_mut(index) else {
+            return Ok(false);
+        };
+        let key_len = key.len();
+        let updated = match group.entry(key.into()) {
+            btree_map::Entry::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
+                let visible = entry.live && ttl_scan_visible(ttl.as_ref(), entry.last_access, now);
+                if visible {
+                    update_in_place(codec, reservation, *bounded_pool, entry, f)?;
+                } else {
+                    overwrite(codec, reservation, entry, insert())?;
+                }
+                entry.last_access = now;
+                mark_dirty(entry, *epoch, dirty_in_bundle);
+                visible
+            }
+            btree_map::Entry::Vacant(vacant) => {
+                let value = insert();
+                reservation.try_grow(entry_size::<C::Value>(key_len, codec.heap_size(&value)))?;
+                vacant.insert(Entry {
+                    value,
+                    last_access: now,
+                    live: true,
+                    dirty_epoch: *epoch,
+                });
+                *dirty_in_bundle += 1;
+                false
+            }
+        };
+        Ok(updated)
     }
 
     fn remove(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) -> Result<()> {

@@ -229,12 +229,12 @@ impl<S: MapStateStore> InnerJoin<S> {
             if !row.null_key {
                 probe.run(row, kg, prefix, other, &mut cache, &mut out)?;
             }
-            let count = own.get(kg, prefix, record)?.copied();
             let changed = if is_accumulate(row.kind) {
-                own.put(kg, prefix, record, count.unwrap_or(0) + 1)?;
+                // One search for the record's count: +1, or a new record counted once.
+                own.upsert(kg, prefix, record, || 1, |count| *count += 1)?;
                 true
             } else {
-                match count {
+                match own.get(kg, prefix, record)?.copied() {
                     Some(c) if c > 1 => {
                         own.put(kg, prefix, record, c - 1)?;
                         true

@@ -47,6 +47,75 @@ fn kg_of(prefix: &[u8], mp: MaxParallelism) -> KeyGroup {
     key_group_of(prefix, mp)
 }
 
+/// `upsert` inserts where there is no visible value (absent, removed in the bundle, removed
+/// in an earlier one) and updates in place where there is, within and across bundles, like
+/// `update` then `put`; each dirty entry is written once per bundle.
+pub fn map_upsert_inserts_or_updates<F>(f: &F)
+where
+    F: StoreFactory,
+    F::Store: MapStateStore,
+{
+    let mp = max_parallelism(128);
+    let clock = ManualClock::new(1);
+    let mut store = f.create(full_config(mp, &clock));
+    let mut t = open_map(&mut store, "m");
+    let kg = kg_of(b"p1", mp);
+    let bump = |v: &mut i64| *v += 10;
+    t.begin_bundle(MapHydration::prefixes(&[(kg, b"p1")]))
+        .expect("begin");
+    assert!(
+        !t.upsert(kg, b"p1", b"a", || 1, bump).expect("upsert"),
+        "absent: inserted"
+    );
+    assert!(
+        t.upsert(kg, b"p1", b"a", || 1, bump).expect("upsert"),
+        "present: updated"
+    );
+    assert_eq!(t.get(kg, b"p1", b"a").expect("get"), Some(&11));
+    t.put(kg, b"p1", b"b", 2).expect("put");
+    t.remove(kg, b"p1", b"b").expect("remove");
+    assert!(
+        !t.upsert(kg, b"p1", b"b", || 7, bump).expect("upsert"),
+        "removed: inserted"
+    );
+    assert_eq!(t.get(kg, b"p1", b"b").expect("get"), Some(&7));
+    t.commit_bundle().expect("commit");
+    assert_eq!(t.stats().written_keys, 2, "a and b once each");
+
+    t.begin_bundle(MapHydration::none()).expect("begin");
+    assert!(
+        t.upsert(kg, b"p1", b"a", || 1, bump).expect("upsert"),
+        "committed: updated"
+    );
+    t.remove(kg, b"p1", b"b").expect("remove");
+    t.commit_bundle().expect("commit");
+    t.begin_bundle(MapHydration::entries(&[(kg, b"p1", b"b")]))
+        .expect("begin");
+    assert!(
+        !t.upsert(kg, b"p1", b"b", || 3, bump).expect("upsert"),
+        "removed before: inserted"
+    );
+    let all = scan_all(
+        &mut t,
+        kg,
+        b"p1",
+        UserKeyRange::all(),
+        ScanDirection::Forward,
+    );
+    assert_eq!(all, vec![(b"a".to_vec(), 21), (b"b".to_vec(), 3)]);
+    t.commit_bundle().expect("commit");
+    t.begin_bundle(MapHydration::none()).expect("begin");
+    let all = scan_all(
+        &mut t,
+        kg,
+        b"p1",
+        UserKeyRange::all(),
+        ScanDirection::Reverse,
+    );
+    assert_eq!(all, vec![(b"b".to_vec(), 3), (b"a".to_vec(), 21)]);
+    t.commit_bundle().expect("commit");
+}
+
 /// Point get/put/update/remove within and across bundles; each dirty entry is written once.
 pub fn map_get_put_update_remove<F>(f: &F)
 where

@@ -22,6 +22,7 @@ enum Op {
     Get(usize, Vec<u8>),
     Put(usize, Vec<u8>, i64),
     Update(usize, Vec<u8>, i64),
+    Upsert(usize, Vec<u8>, i64),
     Remove(usize, Vec<u8>),
     RemoveRange(usize, Bound<Vec<u8>>, Bound<Vec<u8>>),
     Scan(usize, Bound<Vec<u8>>, Bound<Vec<u8>>, bool, usize),
@@ -54,6 +55,7 @@ fn strategy() -> impl Strategy<Value = Vec<Step>> {
         3 => (p.clone(), user_key()).prop_map(|(p, u)| Op::Get(p, u)),
         5 => (p.clone(), user_key(), -5_i64..5).prop_map(|(p, u, v)| Op::Put(p, u, v)),
         2 => (p.clone(), user_key(), -5_i64..5).prop_map(|(p, u, v)| Op::Update(p, u, v)),
+        2 => (p.clone(), user_key(), -5_i64..5).prop_map(|(p, u, v)| Op::Upsert(p, u, v)),
         2 => (p.clone(), user_key()).prop_map(|(p, u)| Op::Remove(p, u)),
         1 => (p.clone(), bound(), bound()).prop_map(|(p, lo, hi)| Op::RemoveRange(p, lo, hi)),
         3 => (p, bound(), bound(), any::<bool>(), 1_usize..6)
@@ -166,6 +168,16 @@ fn apply<T: MapTable<Codec = I64Codec>>(
                 *v
             });
             prop_assert_eq!(got, expected, "update");
+        }
+        Op::Upsert(p, u, d) => {
+            // Inserts `d`, or adds `d` to the value there.
+            let updated = t
+                .upsert(kgs[*p], prefix(*p), u, || *d, |v| *v += d)
+                .expect("upsert");
+            let entry = model.entry((*p, u.clone()));
+            let expected = matches!(entry, std::collections::btree_map::Entry::Occupied(_));
+            *entry.or_insert(0) += d;
+            prop_assert_eq!(updated, expected, "upsert");
         }
         Op::Remove(p, u) => {
             t.remove(kgs[*p], prefix(*p), u).expect("remove");

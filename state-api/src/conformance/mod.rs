@@ -53,7 +53,7 @@ pub use map::{
     map_memory_exhausted_put_leaves_state_unchanged, map_misuse_is_rejected,
     map_model_based_operations_match_btreemap, map_remove_range_inside_and_across_bundles,
     map_scan_merges_uncommitted_writes, map_scan_order_bounds_and_reverse,
-    map_snapshot_restore_and_rescale, map_ttl_expiry,
+    map_snapshot_restore_and_rescale, map_ttl_expiry, map_upsert_inserts_or_updates,
 };
 pub use memory::{
     memory_exhausted_put_leaves_state_unchanged, memory_exhausted_restore_leaves_state_unchanged,
@@ -203,6 +203,7 @@ macro_rules! map_conformance_tests {
     ($factory:expr) => {
         $crate::conformance_tests!(@cases $factory;
             map_get_put_update_remove,
+            map_upsert_inserts_or_updates,
             map_scan_order_bounds_and_reverse,
             map_scan_merges_uncommitted_writes,
             map_remove_range_inside_and_across_bundles,

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::WriteBatch;
 use state_api::{
-    MapHydration, MapTable, Result, ScanDirection, SweepProgress, TableStats, TtlRead,
-    UserKeyRange, ValueCodec, ttl_read, ttl_scan_visible,
+    InlineMapKey, MapHydration, MapTable, Result, ScanDirection, SweepProgress, TableStats,
+    TtlRead, UserKeyRange, ValueCodec, ttl_read, ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -36,13 +36,18 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         for (key_group, _, _) in hydrate.entries {
             self.check_key_group(*key_group)?;
         }
-        self.entries.clear();
-        self.hydrated.clear();
+        self.check_generation();
         self.range_deletes.clear();
-        self.reservation.free();
-        if let Err(e) = self.hydrate(hydrate) {
-            self.end_bundle();
-            return Err(e);
+        self.dirty.clear();
+        // A complete table keeps its working set (every entry) and reads nothing.
+        if !self.complete {
+            self.entries.clear();
+            self.hydrated.clear();
+            self.reservation.free();
+            if let Err(e) = self.hydrate(hydrate) {
+                self.end_bundle();
+                return Err(e);
+            }
         }
         self.bundle.begin("begin_bundle")?;
         self.shared.open_bundles.fetch_add(1, Ordering::SeqCst);
@@ -70,10 +75,10 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let read = ttl_read(ttl.as_ref(), entry.last_access, now);
         if read.clears() {
             entry.live = false;
-            entry.dirty = true;
+            self.dirty.mark(entry, &self.scratch);
         } else if read == TtlRead::LiveRefresh {
             entry.last_access = now;
-            entry.dirty = true;
+            self.dirty.mark(entry, &self.scratch);
         }
         if read.returns_value() {
             Ok(entry.value.as_ref())
@@ -94,27 +99,19 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.set_keys(key_group, prefix, user_key);
         let now = self.now();
         let needed = entry_cost(&self.codec, self.scratch.len(), Some(&value));
-        let previous = self
-            .entries
-            .get(self.scratch.as_slice())
-            .map_or(0, |e| e.reserved);
-        if needed > previous {
-            self.reservation.try_grow(needed - previous)?;
-        } else {
-            self.reservation.shrink(previous - needed);
-        }
+        self.reserve_entry(needed)?;
         let entry = match self.entries.get_mut(self.scratch.as_slice()) {
             Some(entry) => entry,
             None => self
                 .entries
-                .entry(self.scratch.clone())
+                .entry(InlineMapKey::from(self.scratch.as_slice()))
                 .or_insert_with(Entry::absent),
         };
         entry.value = Some(value);
         entry.live = true;
         entry.last_access = now;
-        entry.dirty = true;
         entry.reserved = needed;
+        self.dirty.mark(entry, &self.scratch);
         Ok(())
     }
 
@@ -137,6 +134,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             codec,
             reservation,
             ttl,
+            complete,
+            dirty,
             ..
         } = self;
         let Some(entry) = entries.get_mut(scratch.as_slice()) else {
@@ -157,21 +156,42 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let backup = bounded.then(|| value.clone());
         let out = f(value);
         let after = codec.heap_size(value);
-        if after > before {
-            if let Err(e) = reservation.try_grow(after - before) {
+        if after <= before {
+            let freed = (before - after).min(entry.reserved);
+            reservation.shrink(freed);
+            entry.reserved -= freed;
+            entry.last_access = now;
+            dirty.mark(entry, scratch);
+            return Ok(Some(out));
+        }
+        let growth = after - before;
+        if let Err(e) = reservation.try_grow(growth) {
+            if !*complete {
                 if let Some(backup) = backup {
                     *value = backup;
                 }
                 return Err(e);
             }
-            entry.reserved += after - before;
-        } else {
-            let freed = (before - after).min(entry.reserved);
-            reservation.shrink(freed);
-            entry.reserved -= freed;
+            // A complete table's clean entries can make room; marked dirty for the moment,
+            // this one stays while they go (dropping them makes the table incomplete, whose
+            // commit does not read the dirty list).
+            let was_dirty = std::mem::replace(&mut entry.dirty, true);
+            self.drop_clean_entries();
+            if let Err(e) = self.reservation.try_grow(growth) {
+                if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
+                    if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
+                        *value = backup;
+                    }
+                    entry.dirty = was_dirty;
+                }
+                return Err(e);
+            }
         }
-        entry.last_access = now;
-        entry.dirty = true;
+        if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
+            entry.reserved += growth;
+            entry.last_access = now;
+            self.dirty.mark(entry, &self.scratch);
+        }
         Ok(Some(out))
     }
 
@@ -185,7 +205,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             && entry.live
         {
             entry.live = false;
-            entry.dirty = true;
+            self.dirty.mark(entry, &self.scratch);
             if let Some(value) = entry.value.take() {
                 freed = self.codec.heap_size(&value).min(entry.reserved);
                 entry.reserved -= freed;
@@ -214,17 +234,20 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         };
         let now = self.now();
         let ttl = self.ttl;
-        let committed = if self.hydrated.contains(&full_prefix) {
+        let committed = if self.prefix_resident(&full_prefix) {
             Vec::new()
         } else {
             self.stats.point_hydrations += 1;
             self.committed_keys(&lo, hi.as_deref())?
         };
         let mut removed = 0_u64;
-        let upper = hi.clone().map_or(Bound::Unbounded, Bound::Excluded);
+        let upper = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let mut freed = 0;
         let mut overlay_deleted = 0;
-        for (_, entry) in self.entries.range_mut((Bound::Included(lo.clone()), upper)) {
+        for (key, entry) in self
+            .entries
+            .range_mut::<[u8], _>((Bound::Included(lo.as_slice()), upper))
+        {
             if !entry.live {
                 continue;
             }
@@ -233,7 +256,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                 removed += 1;
             }
             entry.live = false;
-            entry.dirty = true;
+            self.dirty.mark(entry, key.as_bytes());
             if let Some(value) = entry.value.take() {
                 let heap = self.codec.heap_size(&value).min(entry.reserved);
                 entry.reserved -= heap;
@@ -251,8 +274,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                 removed += 1;
             }
             let mut entry = Entry::absent();
-            entry.dirty = true;
-            self.admit(key, entry);
+            self.dirty.mark(&mut entry, &key);
+            self.admit(InlineMapKey::from(key.as_slice()), entry);
         }
         Ok(removed)
     }
@@ -286,10 +309,26 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
+            // The changed entries in key order: from the dirty list when the working set holds
+            // every entry (a complete table), else from the bundle's working set itself.
+            let changed: Vec<(&[u8], &Entry<C::Value>)> = if self.complete {
+                self.dirty
+                    .sorted()
+                    .into_iter()
+                    .filter_map(|key| self.entries.get_key_value(key))
+                    .map(|(key, entry)| (key.as_bytes(), entry))
+                    .filter(|(_, entry)| entry.dirty)
+                    .collect()
+            } else {
+                self.entries
+                    .iter()
+                    .filter(|(_, entry)| entry.dirty)
+                    .map(|(key, entry)| (key.as_bytes(), entry))
+                    .collect()
+            };
             let mut puts: Vec<(i64, &C::Value)> = Vec::new();
-            for entry in self.entries.values() {
-                if entry.dirty
-                    && entry.live
+            for (_, entry) in &changed {
+                if entry.live
                     && let Some(value) = &entry.value
                 {
                     puts.push((entry.last_access, value));
@@ -311,10 +350,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     .iter()
                     .any(|(lower, upper)| lower.as_slice() <= key && key < upper.as_slice())
             };
-            for (key, entry) in &self.entries {
-                if !entry.dirty {
-                    continue;
-                }
+            for &(key, entry) in &changed {
                 written += 1;
                 if entry.live && entry.value.is_some() {
                     if let Some(bytes) = values.next() {
@@ -332,7 +368,21 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         }
         self.stats.written_keys += written;
         self.stats.bundles += 1;
-        self.end_bundle();
+        if self.complete {
+            self.keep_committed();
+            // A bounded pool is shared (with the store's other tables, and with other stores
+            // of its slot), and nothing evicts across tables: a complete table that leaves
+            // it more than half used gives its entries back and reads from then on.
+            let pool = self.reservation.pool();
+            if pool
+                .capacity()
+                .is_some_and(|capacity| pool.used() > capacity / 2)
+            {
+                self.drop_clean_entries();
+            }
+        } else {
+            self.end_bundle();
+        }
         Ok(())
     }
 

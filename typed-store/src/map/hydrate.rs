@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use rocksdb::ReadOptions;
-use state_api::{MapHydration, Result, ValueCodec};
+use state_api::{InlineMapKey, MapHydration, Result, ValueCodec};
 
 use crate::error::rocks_api;
 use crate::format::composite_key;
@@ -94,11 +94,11 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.stats.hydration_batches += 1;
         self.stats.hydrated_keys += (singles.len() + scanned.len()) as u64;
         let mut decoded = timestamps.into_iter().zip(values);
-        let mut read: Vec<(Vec<u8>, Entry<C::Value>)> =
+        let mut read: Vec<(InlineMapKey, Entry<C::Value>)> =
             Vec::with_capacity(scanned.len() + singles.len());
         for key in scanned.keys() {
             if let Some((ts, value)) = decoded.next() {
-                read.push((key.to_vec(), Entry::stored(ts, value)));
+                read.push((InlineMapKey::from(key), Entry::stored(ts, value)));
             }
         }
         let mut found = hits.into_iter().zip(decoded).peekable();
@@ -107,7 +107,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 Some((_, (ts, value))) => Entry::stored(ts, value),
                 None => Entry::absent(),
             };
-            read.push((key, entry));
+            read.push((InlineMapKey::from(key.as_slice()), entry));
         }
         self.install(read);
         self.hydrated.extend(prefixes);
@@ -118,7 +118,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// prefix entries and the singles are two sorted, disjoint runs — the singles exclude
     /// hydrated prefixes — so the sort merges them and the map is bulk-built without a
     /// search per entry), else one by one.
-    fn install(&mut self, mut read: Vec<(Vec<u8>, Entry<C::Value>)>) {
+    fn install(&mut self, mut read: Vec<(InlineMapKey, Entry<C::Value>)>) {
         if !self.entries.is_empty() {
             for (key, entry) in read {
                 self.admit(key, entry);

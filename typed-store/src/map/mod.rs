@@ -6,10 +6,12 @@
 //! `restore.rs`.
 
 mod bundle;
+mod dirty;
 mod hydrate;
 mod restore;
 mod scan;
 
+use dirty::DirtyKeys;
 use scan::ReadBatch;
 #[cfg(doc)]
 use state_api::{Error, MapTable};
@@ -22,8 +24,8 @@ use std::sync::atomic::Ordering;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, Clock, MapStateStore, MemoryReservation, Result, StoreConfig, TableStats,
-    TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, Clock, InlineMapKey, MapStateStore, MemoryReservation, Result, StoreConfig,
+    TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
 };
 
 use crate::error::rocks_api;
@@ -94,7 +96,16 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>
 ///
 /// # Behaviour
 ///
-/// - [`begin_bundle`](MapTable::begin_bundle) reads each named prefix with **one** iterator
+/// - **Complete tables.** A table without TTL opened on an empty column family keeps every
+///   entry in its working set across bundles: `begin_bundle` reads nothing, a prefix or
+///   entry the set lacks is absent, scans are served from memory, and each commit writes
+///   the bundle's changes through (RocksDB always holds the committed state). The first
+///   reservation the pool refuses, or a commit that leaves a bounded pool more than half
+///   used (the pool is shared and nothing evicts across tables), drops the clean entries
+///   and the table reads as below from then on (as does a table opened with state, after a
+///   restore, or after a native restore of the store).
+/// - [`begin_bundle`](MapTable::begin_bundle) (of a table that is not complete) reads each
+///   named prefix with **one** iterator
 ///   seek (`iterate_upper_bound` at the prefix's successor) and the named single entries with
 ///   **one** `batched_multi_get_cf` (sorted keys), and decodes everything it read with one
 ///   arrow-row conversion and one [`ValueCodec::decode`] into the bundle's working set (an
@@ -116,10 +127,13 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>
 ///   kept to undo a change the pool refuses.
 /// - [`commit_bundle`](MapTable::commit_bundle) encodes the dirty values with one encode and
 ///   one arrow-row conversion and writes every dirty entry once, in key order, in one
-///   `WriteBatch` with the WAL off; the working set is then dropped.
+///   `WriteBatch` with the WAL off; the working set is then dropped (a complete table keeps
+///   it, clean).
 /// - Memory: every resident entry reserves `key + size_of::<Entry<V>>() + heap_size` from the
-///   pool until the bundle ends; a `put` the pool refuses is [`Error::MemoryExhausted`] and
-///   changes nothing; hydrated entries the pool refuses are kept unreserved for the bundle.
+///   pool while it is resident (until the bundle ends, or until it is removed from a
+///   complete table); a `put` the pool refuses (after a complete table dropped its clean
+///   entries) is [`Error::MemoryExhausted`] and changes nothing; hydrated entries the pool
+///   refuses are kept unreserved for the bundle.
 /// - TTL: as [`MapTable`] documents; the TTL compaction filter of the store applies to the
 ///   table's column family, and [`sweep_expired`](MapTable::sweep_expired) is a bounded scan.
 pub struct RocksMapTable<C: ValueCodec> {
@@ -133,8 +147,10 @@ pub struct RocksMapTable<C: ValueCodec> {
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
     rows: RowCodec,
-    /// The bundle's working set by full key (key-group prefix ‖ prefix ‖ user key).
-    entries: BTreeMap<Vec<u8>, Entry<C::Value>>,
+    /// The bundle's working set (every entry, while complete) by full key (key-group prefix
+    /// ‖ prefix ‖ user key), inline up to 54 bytes: a B-tree search compares up to 11 keys
+    /// per node, and a boxed key is a cache miss per comparison.
+    entries: BTreeMap<InlineMapKey, Entry<C::Value>>,
     /// Full prefixes (key-group prefix ‖ prefix) whose committed entries are all resident.
     hydrated: HashSet<Vec<u8>, foldhash::fast::RandomState>,
     /// Ranges `[lower, upper)` of full keys the bundle cleared of at least
@@ -148,6 +164,17 @@ pub struct RocksMapTable<C: ValueCodec> {
     /// The read buffers of scans, kept between scans (at most [`SCAN_BATCH_MAX`] entries).
     scan_batch: ReadBatch,
     reservation: MemoryReservation,
+    /// Whether the working set holds every entry the table has (then it is kept across
+    /// bundles, a prefix it lacks has no entries, and nothing is read from RocksDB). True for
+    /// a table without TTL opened with an empty column family; false for good from the
+    /// first pool refusal that drops the clean entries, a restore or a native restore on.
+    /// (With TTL the compaction filter drops expired entries underneath a cache, so such a
+    /// table is never complete.)
+    complete: bool,
+    /// The store generation the working set belongs to (a native restore bumps it).
+    generation: u64,
+    /// The keys the open bundle changed (read by the commit of a complete table).
+    dirty: DirtyKeys,
     staged_cf: Option<String>,
     sweep_cursor: Option<Vec<u8>>,
     stats: TableStats,
@@ -173,6 +200,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
     ) -> Result<Self> {
         let fields = codec.fields();
         let rows = RowCodec::try_new(name, &fields)?;
+        let complete = ttl.is_none() && shared.read().table_is_empty(name)?;
+        let generation = shared.generation();
         Ok(Self {
             name: name.to_owned(),
             schema: canonical_schema(&fields),
@@ -193,13 +222,17 @@ impl<C: ValueCodec> RocksMapTable<C> {
             bounds_scratch: Vec::new(),
             scan_batch: ReadBatch::default(),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
+            complete,
+            generation,
+            dirty: DirtyKeys::default(),
             staged_cf: None,
             sweep_cursor: None,
             stats: TableStats::default(),
         })
     }
 
-    /// Bytes this table currently holds from the memory pool (the bundle's working set).
+    /// Bytes this table currently holds from the memory pool (its working set: the bundle's,
+    /// or every entry while the table is complete).
     pub fn reserved_bytes(&self) -> usize {
         self.reservation.size()
     }
@@ -243,7 +276,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     }
 
     /// Inserts a hydrated entry, reserving its memory when the pool grants it.
-    fn admit(&mut self, key: Vec<u8>, mut entry: Entry<C::Value>) {
+    fn admit(&mut self, key: InlineMapKey, mut entry: Entry<C::Value>) {
         let cost = entry_cost(&self.codec, key.len(), entry.value.as_ref());
         if self.reservation.try_grow(cost).is_ok() {
             entry.reserved = cost;
@@ -257,7 +290,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// prefix is hydrated).
     fn resident(&mut self) -> Result<()> {
         if self.entries.contains_key(self.scratch.as_slice())
-            || self.hydrated.contains(self.prefix_scratch.as_slice())
+            || self.prefix_resident(self.prefix_scratch.as_slice())
         {
             return Ok(());
         }
@@ -280,20 +313,107 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 }
             }
         };
-        self.admit(self.scratch.clone(), entry);
+        self.admit(InlineMapKey::from(self.scratch.as_slice()), entry);
         Ok(())
     }
 
-    /// Drops the working set and its reservation, and closes the bundle.
-    fn end_bundle(&mut self) {
-        self.entries.clear();
+    /// Whether every committed entry of `full_prefix` is in the working set.
+    fn prefix_resident(&self, full_prefix: &[u8]) -> bool {
+        self.complete || self.hydrated.contains(full_prefix)
+    }
+
+    /// Reserves what the entry in `scratch` needs, `needed` bytes in all, beyond what it holds;
+    /// a complete table the pool refuses drops its clean entries (becoming incomplete) and
+    /// asks once more.
+    fn reserve_entry(&mut self, needed: usize) -> Result<()> {
+        let grant = |table: &mut Self| {
+            let previous = table
+                .entries
+                .get(table.scratch.as_slice())
+                .map_or(0, |e| e.reserved);
+            if needed > previous {
+                table.reservation.try_grow(needed - previous)
+            } else {
+                table.reservation.shrink(previous - needed);
+                Ok(())
+            }
+        };
+        match grant(self) {
+            Err(_) if self.complete => {
+                self.drop_clean_entries();
+                grant(self)
+            }
+            result => result,
+        }
+    }
+
+    /// Makes the table incomplete: drops every entry the open bundle has not changed (they
+    /// equal RocksDB's, written through) and their reservations; the bundle's changes stay
+    /// and shadow RocksDB as in any incomplete bundle.
+    fn drop_clean_entries(&mut self) {
+        self.complete = false;
         self.hydrated.clear();
+        let mut freed = 0;
+        self.entries.retain(|_, entry| {
+            if entry.dirty {
+                return true;
+            }
+            freed += entry.reserved;
+            false
+        });
+        self.reservation.shrink(freed);
+    }
+
+    /// Before a bundle: a native restore since the last one (a new store generation) changed
+    /// RocksDB underneath, so the working set is dropped and the table is incomplete.
+    fn check_generation(&mut self) {
+        let generation = self.shared.generation();
+        if generation != self.generation {
+            self.generation = generation;
+            self.complete = false;
+            self.entries.clear();
+            self.reservation.free();
+        }
+    }
+
+    /// After a successful commit of a complete table: the working set stays as the committed
+    /// state (removed entries leave it, the rest is clean) and the bundle closes.
+    fn keep_committed(&mut self) {
+        let mut freed = 0;
+        for key in self.dirty.sorted() {
+            match self.entries.get_mut(key) {
+                Some(entry) if entry.live => entry.dirty = false,
+                Some(_) => {
+                    if let Some(entry) = self.entries.remove(key) {
+                        freed += entry.reserved;
+                    }
+                }
+                None => {}
+            }
+        }
+        self.reservation.shrink(freed);
+        self.dirty.clear();
         self.range_deletes.clear();
-        self.reservation.free();
+        self.close_bundle();
+    }
+
+    fn close_bundle(&mut self) {
         if self.bundle.is_open() {
             self.bundle = BundlePhase::default();
             self.shared.open_bundles.fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// Drops the working set and its reservation (the table is incomplete from then on), and
+    /// closes the bundle.
+    fn end_bundle(&mut self) {
+        self.complete = false;
+        self.dirty.clear();
+        self.entries.clear();
+        self.hydrated.clear();
+        self.range_deletes.clear();
+        self.reservation.free();
+        self.close_bundle();
     }
 }
 

@@ -157,6 +157,8 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
         };
         self.shared.swap_table_cf(&self.name, &cf);
         self.sweep_cursor = None;
+        // The working set held the old content: dropped, and the table is incomplete.
+        self.end_bundle();
     }
 
     fn abort_restore(&mut self) {

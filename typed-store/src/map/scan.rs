@@ -6,8 +6,8 @@ use std::ops::{Bound, ControlFlow};
 
 use rocksdb::ReadOptions;
 use state_api::{
-    Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds, full_key_bounds_in,
-    ttl_scan_visible,
+    InlineMapKey, Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds,
+    full_key_bounds_in, ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -124,7 +124,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         if range.is_empty() {
             return Ok(());
         }
-        if self.hydrated.contains(full_prefix) {
+        if self.prefix_resident(full_prefix) {
             self.scan_hydrated(full_prefix, range, direction, visit);
             return Ok(());
         }
@@ -233,14 +233,14 @@ impl<C: ValueCodec> RocksMapTable<C> {
         let _ = if direction == ScanDirection::Forward {
             self.entries
                 .range::<[u8], _>((lower, Bound::Unbounded))
-                .take_while(|(k, _)| within(k, upper, true))
-                .try_for_each(|(k, e)| step(k, e))
+                .take_while(|(k, _)| within(k.as_bytes(), upper, true))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e))
         } else {
             self.entries
                 .range::<[u8], _>((Bound::Unbounded, upper))
                 .rev()
-                .take_while(|(k, _)| within(k, lower, false))
-                .try_for_each(|(k, e)| step(k, e))
+                .take_while(|(k, _)| within(k.as_bytes(), lower, false))
+                .try_for_each(|(k, e)| step(k.as_bytes(), e))
         };
         self.bounds_scratch = buf;
     }
@@ -286,12 +286,12 @@ fn within(key: &[u8], bound: Bound<&[u8]>, upper: bool) -> bool {
 
 /// The working-set entries of a scan's range in scan order (no allocation per scan).
 enum OverlayIter<'a, V> {
-    Forward(btree_map::Range<'a, Vec<u8>, Entry<V>>),
-    Reverse(std::iter::Rev<btree_map::Range<'a, Vec<u8>, Entry<V>>>),
+    Forward(btree_map::Range<'a, InlineMapKey, Entry<V>>),
+    Reverse(std::iter::Rev<btree_map::Range<'a, InlineMapKey, Entry<V>>>),
 }
 
 impl<'a, V> Iterator for OverlayIter<'a, V> {
-    type Item = (&'a Vec<u8>, &'a Entry<V>);
+    type Item = (&'a InlineMapKey, &'a Entry<V>);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
@@ -320,9 +320,9 @@ where
     while let Some((key, _)) = overlay.peek() {
         let before = bound.is_none_or(|b| {
             if forward {
-                key.as_slice() < b
+                key.as_bytes() < b
             } else {
-                key.as_slice() > b
+                key.as_bytes() > b
             }
         });
         if !before {
@@ -332,7 +332,7 @@ where
             && visible(entry)
             && let Some(value) = &entry.value
         {
-            visit(key.get(skip..).unwrap_or_default(), value)?;
+            visit(key.as_bytes().get(skip..).unwrap_or_default(), value)?;
         }
     }
     ControlFlow::Continue(())

@@ -9,6 +9,7 @@ mod flink_keys;
 mod flink_vectors;
 mod format;
 mod map;
+mod map_complete;
 mod restore;
 mod savepoint;
 mod slot_sharing;
