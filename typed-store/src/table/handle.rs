@@ -72,9 +72,11 @@ impl<C: ValueCodec> PendingWrites for CoreSlot<C> {
 ///   later bundles need no read. Removed and expired keys
 ///   leave it; it is cleared whole only after a restore or a sweep that removed entries
 ///   (RocksDB changed underneath).
-/// - The working map is a hashbrown table with foldhash over RocksDB keys stored inline up
-///   to 22 bytes: a get, put or remove hashes its key once and allocates nothing for a key
-///   already resident; dirty keys are listed inline too.
+/// - The working map is a [`FlatMap`](state_api::FlatMap) (open addressing, foldhash) over
+///   RocksDB keys stored inline up to 22 bytes: a get, put or remove hashes its key once and
+///   allocates nothing for a key already resident; dirty keys are listed inline too.
+///   `begin_bundle` hashes the named keys, and get number `n` prefetches the slot of the
+///   `n + 16`th ([`BundlePrefetch`](state_api::BundlePrefetch)).
 /// - Memory: every resident entry (pending write or cached value) reserves
 ///   `key length + size_of::<Slot<V>>() +` [`ValueCodec::heap_size`] from the store's pool,
 ///   so the cache is as large as the pool grants. When the pool refuses, clean entries not
