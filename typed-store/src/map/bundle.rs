@@ -100,13 +100,11 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let now = self.now();
         let needed = entry_cost(&self.codec, self.scratch.len(), Some(&value));
         self.reserve_entry(needed)?;
-        let entry = match self.entries.get_mut(self.scratch.as_slice()) {
-            Some(entry) => entry,
-            None => self
-                .entries
-                .entry(InlineMapKey::from(self.scratch.as_slice()))
-                .or_insert_with(Entry::absent),
-        };
+        // One search (the inline key is built before it, as cheap as a second search saved).
+        let entry = self
+            .entries
+            .entry(InlineMapKey::from(self.scratch.as_slice()))
+            .or_insert_with(Entry::absent);
         entry.value = Some(value);
         entry.live = true;
         entry.last_access = now;

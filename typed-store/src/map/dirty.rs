@@ -25,18 +25,20 @@ impl DirtyKeys {
         }
     }
 
+    /// The listed keys, in the order they were listed (each once: a key is listed when its
+    /// entry turns dirty).
+    pub(super) fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let key = self.bytes.get(start..end).unwrap_or_default();
+            start = end;
+            key
+        })
+    }
+
     /// The listed keys in ascending order.
     pub(super) fn sorted(&self) -> Vec<&[u8]> {
-        let mut start = 0;
-        let mut keys: Vec<&[u8]> = self
-            .ends
-            .iter()
-            .map(|&end| {
-                let key = self.bytes.get(start..end).unwrap_or_default();
-                start = end;
-                key
-            })
-            .collect();
+        let mut keys: Vec<&[u8]> = self.iter().collect();
         keys.sort_unstable();
         keys.dedup();
         keys

@@ -146,7 +146,7 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
             bundle,
             ..
         } = self;
-        let slot = working.get_or_insert_hashed(hash, scratch, || Slot::absent(*bundle));
+        let slot = working.get_or_insert_with_hashed(hash, scratch, || Slot::absent(*bundle));
         changes.before(slot, scratch, *bundle);
         slot.value = Some(value);
         slot.live = true;
