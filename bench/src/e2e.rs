@@ -1,6 +1,8 @@
 //! One end-to-end run: a workload's events through an operator over a backend's keyed table
-//! at parallelism 1 or 2 (one thread per subtask, events routed by key group), then the final
-//! table, a canonical snapshot, and a restore onto 3 subtasks that is verified.
+//! at parallelism 1 or 2 (one source thread routing the events by key group to one thread
+//! per subtask, as Flink's harness runs one source subtask and `keyBy`; see `source.rs`),
+//! then the final table, a canonical snapshot, and a restore onto 3 subtasks that is
+//! verified.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +22,8 @@ use state_api::{
 
 use crate::backend::{Backend, dir_bytes};
 use crate::error::{BenchError, BenchResult};
-use crate::workload::{Changelog, FinalTable, key, value};
+use crate::source::{self, Inlet, SourceTimes};
+use crate::workload::{Changelog, FinalTable};
 use crate::workloads::{Operator, WorkloadId, issue_expected, reference};
 
 /// Flink's default max parallelism for these jobs (key groups 0..128).
@@ -144,9 +147,11 @@ impl RunReport {
 /// Where a subtask's wall time went (bundled mode; per record everything is `process`).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Phases {
-    /// Generating events, building key rows and key groups, routing.
+    /// Generating events, building key rows and key groups, routing (W1 / W4: the source
+    /// thread's, beside the subtasks; W2 / W3: each subtask's own).
     pub generate_ms: f64,
-    /// `begin_bundle`: finding misses, the batched read, decoding (hydration).
+    /// `begin_bundle`: naming the bundle's keys, finding misses, the batched read, decoding
+    /// (hydration).
     pub begin_ms: f64,
     /// `get` / operator / `put` per event (working map and operator).
     pub process_ms: f64,
@@ -155,12 +160,12 @@ pub struct Phases {
     /// W2 / W3: the checksum sink reading the operator's output batches (W1 / W4 sum
     /// their rows inside `process_ms`).
     pub sink_ms: f64,
-    /// CPU time of the subtask threads (`/proc/thread-self/schedstat`), robust to a loaded
-    /// machine where wall time is not.
+    /// CPU time of the subtask threads and (W1 / W4) the source thread
+    /// (`/proc/thread-self/schedstat`), robust to a loaded machine where wall time is not.
     pub cpu_ms: f64,
-    /// The subtask threads' CPU time per phase (generate, begin, process, commit), measured
-    /// per bundle in the bundled W1 / W4 runs (zeros elsewhere): the per-event cost
-    /// breakdown that a loaded machine does not distort.
+    /// CPU time per phase (generate: the source thread; begin, process, commit: the subtask
+    /// threads), measured per bundle in the bundled W1 / W4 runs (zeros elsewhere): the
+    /// per-event cost breakdown that a loaded machine does not distort.
     pub cpu_split_ms: [f64; 4],
 }
 
@@ -190,18 +195,6 @@ pub(crate) fn thread_cpu_ms() -> f64 {
         .map_or(0.0, |ns| Duration::from_nanos(ns).as_secs_f64() * 1e3)
 }
 
-/// One event as a subtask sees it.
-#[derive(Debug, Clone, Copy)]
-struct Event {
-    i: u64,
-    key: u64,
-    value: u64,
-    key_group: KeyGroup,
-    /// The key row's bytes in the bundle's key buffer.
-    start: usize,
-    end: usize,
-}
-
 /// Writes the BIGINT key row of `key` (kind INSERT, Flink's key-selector form) and returns
 /// its key group.
 #[inline]
@@ -223,57 +216,29 @@ pub(crate) fn owner_of(owners: &[i32], kg: KeyGroup) -> i32 {
     owners.get(kg.index()).copied().unwrap_or(-1)
 }
 
-/// Runs subtask `index`'s share of the events through `O` in bundles.
+/// Runs the bundles `inlet` brings through `O`: per bundle one `begin_bundle` naming its
+/// keys, a get (and a put) per event, one commit.
 fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     table: &mut T,
-    spec: &RunSpec,
-    owners: &[i32],
-    index: i32,
-    progress: Option<&ProgressBar>,
+    inlet: &Inlet,
 ) -> BenchResult<(Changelog, Phases)> {
-    let mp = MaxParallelism::new(MAX_PARALLELISM)?;
-    let mut writer = BinaryRowWriter::new(1);
     let mut phases = Phases::default();
     let cpu_start = thread_cpu_ms();
-    let bundle = spec.bundle.max(1) as u64;
-    let mut rows: Vec<u8> = Vec::with_capacity(spec.bundle * 16);
-    let mut events: Vec<Event> = Vec::with_capacity(spec.bundle);
     let mut out = Changelog::default();
-    let mut start = 0;
-    while start < spec.events {
-        let end = (start + bundle).min(spec.events);
-        let t0 = Instant::now();
-        let c0 = thread_cpu_ms();
-        rows.clear();
-        events.clear();
-        for i in start..end {
-            let k = key(i, spec.keys);
-            let key_group = key_row(&mut writer, k, mp);
-            if owner_of(owners, key_group) != index {
-                continue;
-            }
-            let at = rows.len();
-            rows.extend_from_slice(writer.row());
-            events.push(Event {
-                i,
-                key: k,
-                value: value(i),
-                key_group,
-                start: at,
-                end: rows.len(),
-            });
-        }
-        let named: Vec<(KeyGroup, &[u8])> = events
-            .iter()
-            .map(|e| (e.key_group, &rows[e.start..e.end]))
-            .collect();
+    while let Some(bundle) = inlet.next() {
         let t1 = Instant::now();
         let c1 = thread_cpu_ms();
+        let named: Vec<(KeyGroup, &[u8])> = bundle
+            .events
+            .iter()
+            .map(|e| (e.key_group, bundle.row(e)))
+            .collect();
         table.begin_bundle(&named)?;
+        drop(named);
         let t2 = Instant::now();
         let c2 = thread_cpu_ms();
-        for e in &events {
-            let row = &rows[e.start..e.end];
+        for e in &bundle.events {
+            let row = bundle.row(e);
             let state = table.get(e.key_group, row)?.copied();
             if let Some(next) = O::on_event(e.i, e.key, e.value, state.as_ref(), &mut out) {
                 table.put(e.key_group, row, next)?;
@@ -284,62 +249,44 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
         table.commit_bundle()?;
         let t4 = Instant::now();
         let c4 = thread_cpu_ms();
-        for (phase, cpu) in phases
-            .cpu_split_ms
+        for (phase, cpu) in phases.cpu_split_ms[1..]
             .iter_mut()
-            .zip([c1 - c0, c2 - c1, c3 - c2, c4 - c3])
+            .zip([c2 - c1, c3 - c2, c4 - c3])
         {
             *phase += cpu;
         }
-        phases.generate_ms += millis(t1 - t0);
         phases.begin_ms += millis(t2 - t1);
         phases.process_ms += millis(t3 - t2);
         phases.commit_ms += millis(t4 - t3);
-        if let Some(bar) = progress {
-            bar.inc(end - start);
-        }
-        start = end;
+        inlet.give_back(bundle);
     }
     phases.cpu_ms = thread_cpu_ms() - cpu_start;
     Ok((out, phases))
 }
 
-/// Runs subtask `index`'s share one event per bundle (one get, one put).
+/// Runs the events `inlet` brings one per bundle (one get, one put).
 fn run_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     table: &mut T,
-    spec: &RunSpec,
-    owners: &[i32],
-    index: i32,
-    progress: Option<&ProgressBar>,
+    inlet: &Inlet,
 ) -> BenchResult<(Changelog, Phases)> {
-    let mp = MaxParallelism::new(MAX_PARALLELISM)?;
-    let mut writer = BinaryRowWriter::new(1);
     let mut out = Changelog::default();
-    let started = Instant::now();
+    let mut phases = Phases::default();
     let cpu_start = thread_cpu_ms();
-    for i in 0..spec.events {
-        let k = key(i, spec.keys);
-        let key_group = key_row(&mut writer, k, mp);
-        if owner_of(owners, key_group) == index {
-            let row = writer.row();
-            table.begin_bundle(&[(key_group, row)])?;
-            let state = table.get(key_group, row)?.copied();
-            if let Some(next) = O::on_event(i, k, value(i), state.as_ref(), &mut out) {
-                table.put(key_group, row, next)?;
+    while let Some(bundle) = inlet.next() {
+        let started = Instant::now();
+        for e in &bundle.events {
+            let row = bundle.row(e);
+            table.begin_bundle(&[(e.key_group, row)])?;
+            let state = table.get(e.key_group, row)?.copied();
+            if let Some(next) = O::on_event(e.i, e.key, e.value, state.as_ref(), &mut out) {
+                table.put(e.key_group, row, next)?;
             }
             table.commit_bundle()?;
         }
-        if i % 8192 == 8191
-            && let Some(bar) = progress
-        {
-            bar.inc(8192);
-        }
+        phases.process_ms += millis(started.elapsed());
+        inlet.give_back(bundle);
     }
-    let phases = Phases {
-        process_ms: millis(started.elapsed()),
-        cpu_ms: thread_cpu_ms() - cpu_start,
-        ..Phases::default()
-    };
+    phases.cpu_ms = thread_cpu_ms() - cpu_start;
     Ok((out, phases))
 }
 
@@ -519,24 +466,32 @@ where
 
     reset_peak_rss();
     let started = Instant::now();
-    let results: Vec<BenchResult<(Changelog, Phases)>> = std::thread::scope(|scope| {
+    let (outlets, inlets) = source::channels(subtasks.tables.len());
+    let (source_times, results): (BenchResult<SourceTimes>, Vec<_>) = std::thread::scope(|scope| {
         let handles: Vec<_> = subtasks
             .tables
             .iter_mut()
-            .zip(0..)
-            .map(|(table, index)| {
-                let owners = &owners;
-                let bar = if index == 0 { progress.as_ref() } else { None };
+            .zip(inlets)
+            .map(|(table, inlet)| {
                 scope.spawn(move || match spec.mode {
-                    Mode::Bundled => run_bundled::<O, _>(table, spec, owners, index, bar),
-                    Mode::PerRecord => run_per_record::<O, _>(table, spec, owners, index, bar),
+                    Mode::Bundled => run_bundled::<O, _>(table, &inlet),
+                    Mode::PerRecord => run_per_record::<O, _>(table, &inlet),
                 })
             })
             .collect();
-        handles
+        let source = source::run_source(
+            outlets,
+            spec.events,
+            spec.keys,
+            spec.bundle,
+            &owners,
+            progress.as_ref(),
+        );
+        let results: Vec<BenchResult<(Changelog, Phases)>> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(BenchError::Thread)))
-            .collect()
+            .collect();
+        (source, results)
     });
     let elapsed = started.elapsed();
     let peak_rss_bytes = peak_rss();
@@ -549,6 +504,13 @@ where
         let (changelog, subtask) = result?;
         out.merge(&changelog);
         phases.add(&subtask);
+    }
+    // A subtask's error explains a source that could not send: report it first.
+    let source_times = source_times?;
+    phases.generate_ms = source_times.generate_ms;
+    phases.cpu_ms += source_times.cpu_ms;
+    if spec.mode == Mode::Bundled {
+        phases.cpu_split_ms[0] = source_times.cpu_ms;
     }
 
     // The final table, from the committed state of every subtask.

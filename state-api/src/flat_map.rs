@@ -360,10 +360,10 @@ impl<V> FlatMap<V> {
         self.len = 0;
     }
 
-    /// Asks the CPU to bring the slots a key of hash `hash` most likely occupies (its home
-    /// and the next one) into the cache, so that a lookup a few operations later finds them
-    /// there. Only a hint: it reads nothing and changes nothing; on targets without a
-    /// prefetch instruction it does nothing.
+    /// Asks the CPU to bring the slot a key of hash `hash` most likely occupies (its home)
+    /// into the cache, so that a lookup a few operations later finds it there. Only a hint:
+    /// it reads nothing and changes nothing; on targets without a prefetch instruction it
+    /// does nothing.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         let Some(mask) = self.mask() else {
@@ -371,15 +371,21 @@ impl<V> FlatMap<V> {
         };
         if let Some(home) = self.slots.get(Self::home(hash, mask)) {
             let start: *const u8 = std::ptr::from_ref(home).cast();
-            // The home slot and the one after it; prefetching past the end of the
-            // allocation is harmless (a prefetch never faults) and the pointers are only
-            // computed, never dereferenced.
-            prefetch_line(start);
-            prefetch_line(start.wrapping_add(64));
-            prefetch_line(start.wrapping_add(128));
+            // Exactly the lines the home slot spans (two or three for an 80-byte slot, not
+            // always three). The pointers are only computed, never dereferenced.
+            let offset = start.addr() % CACHE_LINE;
+            let mut line = start.wrapping_sub(offset);
+            let end = start.wrapping_add(size_of::<Option<Slot<V>>>());
+            while line < end {
+                prefetch_line(line);
+                line = line.wrapping_add(CACHE_LINE);
+            }
         }
     }
 }
+
+/// Bytes per cache line (`x86_64`).
+const CACHE_LINE: usize = 64;
 
 /// Prefetches the cache line holding `at` into all cache levels.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
