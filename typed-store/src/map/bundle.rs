@@ -97,20 +97,11 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.check_bundle("put", true)?;
         self.check_key_group(key_group)?;
         self.set_keys(key_group, prefix, user_key);
-        let now = self.now();
-        let needed = entry_cost(&self.codec, self.scratch.len(), Some(&value));
-        self.reserve_entry(needed)?;
-        // One search (the inline key is built before it, as cheap as a second search saved).
-        let entry = self
+        let previous = self
             .entries
-            .entry(InlineMapKey::from(self.scratch.as_slice()))
-            .or_insert_with(Entry::absent);
-        entry.value = Some(value);
-        entry.live = true;
-        entry.last_access = now;
-        entry.reserved = needed;
-        self.dirty.mark(entry, &self.scratch);
-        Ok(())
+            .get(self.scratch.as_slice())
+            .map_or(0, |e| e.reserved);
+        self.put_scratch(previous, value)
     }
 
     fn update<R>(
@@ -124,73 +115,33 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.check_key_group(key_group)?;
         self.set_keys(key_group, prefix, user_key);
         self.resident()?;
-        let now = self.now();
-        let bounded = self.reservation.pool().capacity().is_some();
-        let Self {
-            entries,
-            scratch,
-            codec,
-            reservation,
-            ttl,
-            complete,
-            dirty,
-            ..
-        } = self;
-        let Some(entry) = entries.get_mut(scratch.as_slice()) else {
-            return Ok(None);
-        };
-        if !entry.live {
-            return Ok(None);
-        }
-        // Visible as a scan sees it (memory-store's rule): an expired entry only under
-        // `ReturnExpiredIfNotCleanedUp`, and the update then refreshes it.
-        if !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
-            return Ok(None);
-        }
-        let Some(value) = entry.value.as_mut() else {
-            return Ok(None);
-        };
-        let before = codec.heap_size(value);
-        let backup = bounded.then(|| value.clone());
-        let out = f(value);
-        let after = codec.heap_size(value);
-        if after <= before {
-            let freed = (before - after).min(entry.reserved);
-            reservation.shrink(freed);
-            entry.reserved -= freed;
-            entry.last_access = now;
-            dirty.mark(entry, scratch);
-            return Ok(Some(out));
-        }
-        let growth = after - before;
-        if let Err(e) = reservation.try_grow(growth) {
-            if !*complete {
-                if let Some(backup) = backup {
-                    *value = backup;
-                }
-                return Err(e);
-            }
-            // A complete table's clean entries can make room; marked dirty for the moment,
-            // this one stays while they go (dropping them makes the table incomplete, whose
-            // commit does not read the dirty list).
-            let was_dirty = std::mem::replace(&mut entry.dirty, true);
-            self.drop_clean_entries();
-            if let Err(e) = self.reservation.try_grow(growth) {
-                if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
-                    if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
-                        *value = backup;
-                    }
-                    entry.dirty = was_dirty;
-                }
-                return Err(e);
+        Ok(match self.update_scratch(f)? {
+            Found::Updated(out) => Some(out),
+            Found::Invisible { .. } => None,
+        })
+    }
+
+    /// One search for a visible entry (updated in place), two for a new one (the search
+    /// that did not find it, the insert); the default made three or four.
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        prefix: &[u8],
+        user_key: &[u8],
+        insert: impl FnOnce() -> C::Value,
+        f: impl FnOnce(&mut C::Value),
+    ) -> Result<bool> {
+        self.check_bundle("upsert", true)?;
+        self.check_key_group(key_group)?;
+        self.set_keys(key_group, prefix, user_key);
+        self.resident()?;
+        match self.update_scratch(f)? {
+            Found::Updated(()) => Ok(true),
+            Found::Invisible { reserved } => {
+                self.put_scratch(reserved, insert())?;
+                Ok(false)
             }
         }
-        if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
-            entry.reserved += growth;
-            entry.last_access = now;
-            self.dirty.mark(entry, &self.scratch);
-        }
-        Ok(Some(out))
     }
 
     fn remove(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) -> Result<()> {
@@ -405,5 +356,104 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
 
     fn stats(&self) -> TableStats {
         self.stats
+    }
+}
+
+/// What [`RocksMapTable::update_scratch`] did.
+enum Found<R> {
+    /// The visible value was updated; `f`'s result.
+    Updated(R),
+    /// No visible value (absent, removed, expired or without a value), `f` not called:
+    /// `reserved` is what the entry holds (0 when absent).
+    Invisible { reserved: usize },
+}
+
+impl<C: ValueCodec> RocksMapTable<C> {
+    /// Sets the entry in `scratch` (holding `previous` reserved bytes) to `value`, live and
+    /// dirty: the reservation, then one search.
+    fn put_scratch(&mut self, previous: usize, value: C::Value) -> Result<()> {
+        let now = self.now();
+        let needed = entry_cost(&self.codec, self.scratch.len(), Some(&value));
+        self.reserve_entry_from(previous, needed)?;
+        // One search (the inline key is built before it, as cheap as a second search saved).
+        let entry = self
+            .entries
+            .entry(InlineMapKey::from(self.scratch.as_slice()))
+            .or_insert_with(Entry::absent);
+        entry.value = Some(value);
+        entry.live = true;
+        entry.last_access = now;
+        entry.reserved = needed;
+        self.dirty.mark(entry, &self.scratch);
+        Ok(())
+    }
+
+    /// Applies `f` in place to the visible value of the entry in `scratch` (resident), one
+    /// search; a value that grew is charged to the pool, and a refusal restores it.
+    fn update_scratch<R>(&mut self, f: impl FnOnce(&mut C::Value) -> R) -> Result<Found<R>> {
+        let now = self.now();
+        let bounded = self.reservation.pool().capacity().is_some();
+        let Self {
+            entries,
+            scratch,
+            codec,
+            reservation,
+            ttl,
+            complete,
+            dirty,
+            ..
+        } = self;
+        let Some(entry) = entries.get_mut(scratch.as_slice()) else {
+            return Ok(Found::Invisible { reserved: 0 });
+        };
+        // Visible as a scan sees it (memory-store's rule): an expired entry only under
+        // `ReturnExpiredIfNotCleanedUp`, and the update then refreshes it.
+        let visible = entry.live && ttl_scan_visible(ttl.as_ref(), entry.last_access, now);
+        let Some(value) = entry.value.as_mut().filter(|_| visible) else {
+            return Ok(Found::Invisible {
+                reserved: entry.reserved,
+            });
+        };
+        let before = codec.heap_size(value);
+        let backup = bounded.then(|| value.clone());
+        let out = f(value);
+        let after = codec.heap_size(value);
+        if after <= before {
+            let freed = (before - after).min(entry.reserved);
+            reservation.shrink(freed);
+            entry.reserved -= freed;
+            entry.last_access = now;
+            dirty.mark(entry, scratch);
+            return Ok(Found::Updated(out));
+        }
+        let growth = after - before;
+        if let Err(e) = reservation.try_grow(growth) {
+            if !*complete {
+                if let Some(backup) = backup {
+                    *value = backup;
+                }
+                return Err(e);
+            }
+            // A complete table's clean entries can make room; marked dirty for the moment,
+            // this one stays while they go (dropping them makes the table incomplete, whose
+            // commit does not read the dirty list).
+            let was_dirty = std::mem::replace(&mut entry.dirty, true);
+            self.drop_clean_entries();
+            if let Err(e) = self.reservation.try_grow(growth) {
+                if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
+                    if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
+                        *value = backup;
+                    }
+                    entry.dirty = was_dirty;
+                }
+                return Err(e);
+            }
+        }
+        if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
+            entry.reserved += growth;
+            entry.last_access = now;
+            self.dirty.mark(entry, &self.scratch);
+        }
+        Ok(Found::Updated(out))
     }
 }

@@ -289,8 +289,9 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// Makes the entry whose full key is in `scratch` resident (one point read unless its
     /// prefix is hydrated).
     fn resident(&mut self) -> Result<()> {
-        if self.entries.contains_key(self.scratch.as_slice())
-            || self.prefix_resident(self.prefix_scratch.as_slice())
+        // The prefix first: a complete table answers without a search.
+        if self.prefix_resident(self.prefix_scratch.as_slice())
+            || self.entries.contains_key(self.scratch.as_slice())
         {
             return Ok(());
         }
@@ -326,22 +327,27 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// a complete table the pool refuses drops its clean entries (becoming incomplete) and
     /// asks once more.
     fn reserve_entry(&mut self, needed: usize) -> Result<()> {
-        let grant = |table: &mut Self| {
-            let previous = table
-                .entries
-                .get(table.scratch.as_slice())
-                .map_or(0, |e| e.reserved);
-            if needed > previous {
-                table.reservation.try_grow(needed - previous)
-            } else {
-                table.reservation.shrink(previous - needed);
-                Ok(())
-            }
+        let previous = self
+            .entries
+            .get(self.scratch.as_slice())
+            .map_or(0, |e| e.reserved);
+        self.reserve_entry_from(previous, needed)
+    }
+
+    /// As [`reserve_entry`](Self::reserve_entry) for an entry known to hold `previous`
+    /// reserved bytes (0 when absent): no search, unless a complete table has to drop its
+    /// clean entries (the entry may be one of them) and asks again.
+    fn reserve_entry_from(&mut self, previous: usize, needed: usize) -> Result<()> {
+        let first = if needed > previous {
+            self.reservation.try_grow(needed - previous)
+        } else {
+            self.reservation.shrink(previous - needed);
+            Ok(())
         };
-        match grant(self) {
+        match first {
             Err(_) if self.complete => {
                 self.drop_clean_entries();
-                grant(self)
+                self.reserve_entry(needed)
             }
             result => result,
         }
