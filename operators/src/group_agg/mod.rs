@@ -3,9 +3,9 @@
 //! every aggregate mergeable) and `MiniBatchGroupAggFunction` (mini-batch on, one phase).
 
 pub(crate) mod acc;
+mod grouped;
 pub(crate) mod plan;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
@@ -18,6 +18,7 @@ use state_api::{
 };
 
 use self::acc::{LocalCompanion, StateCompanion};
+use self::grouped::Grouped;
 use self::plan::{Plan, Projection};
 use crate::changelog::{ChangelogBatch, is_accumulate, schema_of, validated_rows};
 use crate::error::{Error, Result};
@@ -272,21 +273,9 @@ impl<S: MapStateStore> GroupAggregate<S> {
         Ok(())
     }
 
-    /// Groups the bundle's rows by key in first-touch order.
-    fn group_rows(keys: &[(KeyGroup, Vec<u8>)]) -> Vec<(usize, Vec<usize>)> {
-        let mut index: HashMap<&[u8], usize> = HashMap::new();
-        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-        for (i, (_, key)) in keys.iter().enumerate() {
-            if let Some(&g) = index.get(key.as_slice()) {
-                if let Some(group) = groups.get_mut(g) {
-                    group.1.push(i);
-                }
-            } else {
-                index.insert(key, groups.len());
-                groups.push((i, vec![i]));
-            }
-        }
-        groups
+    /// Groups the bundle's rows by key in first-touch order (see [`Grouped`]).
+    fn group_rows(keys: &[(KeyGroup, Vec<u8>)]) -> Grouped {
+        Grouped::of(keys.iter().map(|(_, key)| key.as_slice()))
     }
 
     /// Mini-batch, two phases: a local accumulator per key, merged into the state once.
@@ -298,10 +287,11 @@ impl<S: MapStateStore> GroupAggregate<S> {
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
-        for (first, members) in Self::group_rows(keys) {
+        let grouped = Self::group_rows(keys);
+        for (first, members) in grouped.iter() {
             let mut local = acc::create(&self.plan);
             let mut local_companion = LocalCompanion::default();
-            for &i in &members {
+            for &i in members {
                 let (Some(row), Some(kind)) = (rows.get(i), kinds.get(i)) else {
                     continue;
                 };
@@ -362,13 +352,13 @@ impl<S: MapStateStore> GroupAggregate<S> {
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
-        for (first, members) in Self::group_rows(keys) {
+        let grouped = Self::group_rows(keys);
+        for (first, mut members) in grouped.iter() {
             let (Some((kg, key)), Some(first_values)) = (keys.get(first), rows.get(first)) else {
                 continue;
             };
             let existing = self.acc.get(*kg, key)?.cloned();
             let first_row = existing.is_none();
-            let mut members = members.as_slice();
             if first_row {
                 // Leading retractions of a key without state are dropped.
                 let skip = members
