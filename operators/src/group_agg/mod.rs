@@ -113,14 +113,21 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 reason: "retraction into an aggregate planned for insert-only input",
             });
         }
-        let mut keys = Vec::with_capacity(rows.len());
+        // Every row's key bytes back to back in one arena (no vector per row).
+        let mut scratch = Vec::new();
+        let mut arena = Vec::new();
+        let mut spans = Vec::with_capacity(rows.len());
         for row in &rows {
-            let mut key = Vec::new();
-            let kg = self.keys.encode(row, &mut key)?;
-            keys.push((kg, key));
+            let kg = self.keys.encode(row, &mut scratch)?;
+            let start = arena.len();
+            arena.extend_from_slice(&scratch);
+            spans.push((kg, start..arena.len()));
         }
-        let named: Vec<(KeyGroup, &[u8])> = keys.iter().map(|(k, b)| (*k, b.as_slice())).collect();
-        self.acc.begin_bundle(&named)?;
+        let keys: Vec<(KeyGroup, &[u8])> = spans
+            .into_iter()
+            .map(|(kg, span)| (kg, arena.get(span).unwrap_or_default()))
+            .collect();
+        self.acc.begin_bundle(&keys)?;
         // Companions are not hydrated: a group's companion prefix holds one entry per distinct
         // element (100k for a large group), and loading it whole every bundle made each
         // update O(group) -- the hydration pathology map tables exist to avoid. Point reads of
@@ -222,7 +229,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
         &mut self,
         rows: &[Row],
         kinds: &[RowKind],
-        keys: &[(KeyGroup, Vec<u8>)],
+        keys: &[(KeyGroup, &[u8])],
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
@@ -274,8 +281,8 @@ impl<S: MapStateStore> GroupAggregate<S> {
     }
 
     /// Groups the bundle's rows by key in first-touch order (see [`Grouped`]).
-    fn group_rows(keys: &[(KeyGroup, Vec<u8>)]) -> Grouped {
-        Grouped::of(keys.iter().map(|(_, key)| key.as_slice()))
+    fn group_rows(keys: &[(KeyGroup, &[u8])]) -> Grouped {
+        Grouped::of(keys.iter().map(|(_, key)| *key))
     }
 
     /// Mini-batch, two phases: a local accumulator per key, merged into the state once.
@@ -283,7 +290,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
         &mut self,
         rows: &[Row],
         kinds: &[RowKind],
-        keys: &[(KeyGroup, Vec<u8>)],
+        keys: &[(KeyGroup, &[u8])],
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
@@ -348,7 +355,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
         &mut self,
         rows: &[Row],
         kinds: &[RowKind],
-        keys: &[(KeyGroup, Vec<u8>)],
+        keys: &[(KeyGroup, &[u8])],
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
