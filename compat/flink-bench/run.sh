@@ -6,8 +6,10 @@
 #
 #   compat/flink-bench/run.sh [--workloads "w1 w2 w3 w4"] [--parallelism "1 2"] [--runs 3]
 #                             [--pairs "typed:rocksdb memory:hashmap"] [--events N] [--keys K]
-#                             [--out DIR]
+#                             [--out DIR] [--per-record]
 # SFSTATE_BENCH=path uses that (release) sfstate-bench binary instead of building it.
+# --per-record adds sfstate's typed-store per-record runs (W1, W4 at parallelism 1: a bundle
+# of one event, Flink's access pattern), reported as typed/per-record against Flink RocksDB.
 #
 # Before every timed run (either engine) it waits until the CPUs are at least MIN_IDLE (0.85)
 # idle over one second and the 1-minute load average is at most MAX_LOAD (1.0), for at most
@@ -31,6 +33,7 @@ OUT="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ)"
 MIN_IDLE="${MIN_IDLE:-0.85}"
 IDLE_TIMEOUT="${IDLE_TIMEOUT:-120}"
 MAX_LOAD="${MAX_LOAD:-1.0}"
+PER_RECORD=off
 while [ $# -gt 0 ]; do
     case "$1" in
         --workloads) WORKLOADS="${2:?}"; shift 2 ;;
@@ -40,7 +43,8 @@ while [ $# -gt 0 ]; do
         --events) EVENTS="${2:?}"; shift 2 ;;
         --keys) KEYS="${2:?}"; shift 2 ;;
         --out) OUT="${2:?}"; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# *//'; exit 0 ;;
+        --per-record) PER_RECORD=on; shift ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# *//'; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -131,7 +135,7 @@ for w in $WORKLOADS; do
             for r in $(seq "$RUNS"); do
                 seen=$(wait_idle); idle=${seen% *}; load=${seen#* }
                 echo "== $w p$p: sfstate $ours run $r (idle $idle, load $load)" >&2
-                "$BENCH" --workload "$w" --backend "$ours" --parallelism "$p" --per-record off \
+                "$BENCH" --workload "$w" --backend "$ours" --parallelism "$p" --per-record "$PER_RECORD" \
                     --events "$EVENTS" --keys "$KEYS" --json --no-progress \
                     | python3 -c "import json,sys; [print(json.dumps(dict(r, engine='sfstate', idle=$idle, load1=$load))) for r in json.load(sys.stdin)]" \
                     | tee -a "$OUT/sfstate.jsonl" >&2
@@ -152,13 +156,15 @@ pairs = {"typed": "rocksdb", "memory": "hashmap"}
 def spread(xs):
     return f"{min(xs):.0f}-{max(xs):.0f}"
 print("medians of the timed runs; wall = events/s (sfstate: event processing, Flink: job net runtime);"
-      " cpu = events per CPU second (sfstate: subtask threads, Flink: whole JVM)")
+      " cpu = events per CPU second (sfstate: subtask threads and, W1 / W4, the source thread; Flink: whole JVM)")
 print(f"{'wl':3} {'p':>2} {'sfstate':7} {'events/s':>10} {'(range)':>17} {'flink':8} {'events/s':>9} {'(range)':>15}"
       f" {'wall':>7} {'cpu':>7}  {'load1 seen':>11}  checks")
 for w in sorted({r["workload"] for r in ours}):
     for p in sorted({r["parallelism"] for r in ours}):
+      for mode in sorted({r.get("mode", "bundled") for r in ours}):
         for b, fb in pairs.items():
-            mine = [r for r in ours if (r["workload"], r["parallelism"], r["backend"]) == (w, p, b)]
+            mine = [r for r in ours
+                    if (r["workload"], r["parallelism"], r["backend"], r.get("mode", "bundled")) == (w, p, b, mode)]
             theirs = [r for r in flink if (r["workload"], r["parallelism"], r["backend"]) == (w, p, fb)]
             timed = [r for r in theirs if r["timed"]]
             if not mine or not timed:
@@ -169,7 +175,8 @@ for w in sorted({r["workload"] for r in ours}):
             mc = statistics.median(r["events_per_cpu_second"] for r in mine)
             fc = statistics.median(r["events_per_cpu_second"] for r in timed)
             loads = [r.get("load1", -1) for r in mine + timed]
-            print(f"{w:3} {p:>2} {b:7} {m:>10.0f} {spread([r['events_per_second'] for r in mine]):>17} {fb:8} {f:>9.0f}"
+            label = b if mode == "bundled" else f"{b}/{mode}"
+            print(f"{w:3} {p:>2} {label:7} {m:>10.0f} {spread([r['events_per_second'] for r in mine]):>17} {fb:8} {f:>9.0f}"
                   f" {spread([r['events_per_second'] for r in timed]):>15} {m/f:>6.1f}x {mc/fc:>6.1f}x"
                   f"  {min(loads):>5.1f}-{max(loads):<5.1f}  {'ok' if ok else 'FAIL'}")
 PY
