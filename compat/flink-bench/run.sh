@@ -157,7 +157,7 @@ def spread(xs):
     return f"{min(xs):.0f}-{max(xs):.0f}"
 print("medians of the timed runs; wall = events/s (sfstate: event processing, Flink: job net runtime);"
       " cpu = events per CPU second (sfstate: subtask threads and, W1 / W4, the source thread; Flink: whole JVM)")
-print(f"{'wl':3} {'p':>2} {'sfstate':7} {'events/s':>10} {'(range)':>17} {'flink':8} {'events/s':>9} {'(range)':>15}"
+print(f"{'wl':3} {'p':>2} {'sfstate':16} {'events/s':>10} {'(range)':>17} {'flink':8} {'events/s':>9} {'(range)':>15}"
       f" {'wall':>7} {'cpu':>7}  {'load1 seen':>11}  checks")
 for w in sorted({r["workload"] for r in ours}):
     for p in sorted({r["parallelism"] for r in ours}):
@@ -176,7 +176,7 @@ for w in sorted({r["workload"] for r in ours}):
             fc = statistics.median(r["events_per_cpu_second"] for r in timed)
             loads = [r.get("load1", -1) for r in mine + timed]
             label = b if mode == "bundled" else f"{b}/{mode}"
-            print(f"{w:3} {p:>2} {label:7} {m:>10.0f} {spread([r['events_per_second'] for r in mine]):>17} {fb:8} {f:>9.0f}"
+            print(f"{w:3} {p:>2} {label:16} {m:>10.0f} {spread([r['events_per_second'] for r in mine]):>17} {fb:8} {f:>9.0f}"
                   f" {spread([r['events_per_second'] for r in timed]):>15} {m/f:>6.1f}x {mc/fc:>6.1f}x"
                   f"  {min(loads):>5.1f}-{max(loads):<5.1f}  {'ok' if ok else 'FAIL'}")
 PY
