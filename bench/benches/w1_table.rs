@@ -16,6 +16,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use keygroup::{BinaryRowWriter, KeyGroup, MaxParallelism};
 use sfstate_bench::backend::{Backend, Memory, Typed};
+use sfstate_bench::e2e::key_row;
 use sfstate_bench::workload::{key, value};
 use sfstate_bench::workloads::{GroupAggregate, Operator};
 use state_api::{KeyedStateStore, KeyedTable, StoreConfig};
@@ -50,9 +51,7 @@ fn bundles() -> Vec<Bundle> {
             values: Vec::new(),
         };
         for e in i..end {
-            writer.reset();
-            writer.write_long(0, key(e, KEYS).cast_signed());
-            b.key_groups.push(writer.key_group(mp));
+            b.key_groups.push(key_row(&mut writer, key(e, KEYS), mp));
             assert_eq!(writer.row().len(), ROW);
             b.rows.extend_from_slice(writer.row());
             b.values.push(value(e).cast_signed());

@@ -198,7 +198,7 @@ pub(crate) fn thread_cpu_ms() -> f64 {
 /// Writes the BIGINT key row of `key` (kind INSERT, Flink's key-selector form) and returns
 /// its key group.
 #[inline]
-pub(crate) fn key_row(writer: &mut BinaryRowWriter, key: u64, mp: MaxParallelism) -> KeyGroup {
+pub fn key_row(writer: &mut BinaryRowWriter, key: u64, mp: MaxParallelism) -> KeyGroup {
     writer.reset();
     writer.write_long(0, key.cast_signed());
     writer.key_group(mp)
@@ -234,7 +234,6 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
             .map(|e| (e.key_group, bundle.row(e)))
             .collect();
         table.begin_bundle(&named)?;
-        drop(named);
         let t2 = Instant::now();
         let c2 = thread_cpu_ms();
         for e in &bundle.events {

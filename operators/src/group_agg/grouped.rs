@@ -9,7 +9,7 @@ use std::ops::Range;
 use foldhash::fast::RandomState;
 
 /// Rows grouped by key.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Grouped {
     /// Per key, in first-touch order: its first row and its rows' span in `members`.
     groups: Vec<(usize, Range<usize>)>,
@@ -19,7 +19,7 @@ pub(super) struct Grouped {
 
 impl Grouped {
     /// Groups rows `0..n` by their keys (`keys` yields row `i`'s key bytes at position `i`).
-    pub(super) fn of<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Self {
+    pub(super) fn of<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Self {
         let rows = keys.len();
         let mut index: HashMap<&[u8], usize, RandomState> =
             HashMap::with_capacity_and_hasher(rows, RandomState::default());

@@ -97,11 +97,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.check_bundle("put", true)?;
         self.check_key_group(key_group)?;
         self.set_keys(key_group, prefix, user_key);
-        let previous = self
-            .entries
-            .get(self.scratch.as_slice())
-            .map_or(0, |e| e.reserved);
-        self.put_scratch(previous, value)
+        self.put_scratch(self.scratch_reserved(), value)
     }
 
     fn update<R>(
@@ -374,7 +370,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn put_scratch(&mut self, previous: usize, value: C::Value) -> Result<()> {
         let now = self.now();
         let needed = entry_cost(&self.codec, self.scratch.len(), Some(&value));
-        self.reserve_entry_from(previous, needed)?;
+        self.reserve_entry(previous, needed)?;
         // One search (the inline key is built before it, as cheap as a second search saved).
         let entry = self
             .entries

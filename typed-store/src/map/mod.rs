@@ -323,31 +323,31 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.complete || self.hydrated.contains(full_prefix)
     }
 
-    /// Reserves what the entry in `scratch` needs, `needed` bytes in all, beyond what it holds;
-    /// a complete table the pool refuses drops its clean entries (becoming incomplete) and
-    /// asks once more.
-    fn reserve_entry(&mut self, needed: usize) -> Result<()> {
-        let previous = self
-            .entries
+    /// Bytes the entry in `scratch` holds from the pool (0 when absent).
+    fn scratch_reserved(&self) -> usize {
+        self.entries
             .get(self.scratch.as_slice())
-            .map_or(0, |e| e.reserved);
-        self.reserve_entry_from(previous, needed)
+            .map_or(0, |e| e.reserved)
     }
 
-    /// As [`reserve_entry`](Self::reserve_entry) for an entry known to hold `previous`
-    /// reserved bytes (0 when absent): no search, unless a complete table has to drop its
-    /// clean entries (the entry may be one of them) and asks again.
-    fn reserve_entry_from(&mut self, previous: usize, needed: usize) -> Result<()> {
-        let first = if needed > previous {
-            self.reservation.try_grow(needed - previous)
-        } else {
-            self.reservation.shrink(previous - needed);
-            Ok(())
+    /// Reserves what the entry in `scratch` needs, `needed` bytes in all, beyond the
+    /// `previous` it holds ([`scratch_reserved`](Self::scratch_reserved), known to the caller:
+    /// no search); a complete table the pool refuses drops its clean entries (becoming
+    /// incomplete; the entry may be one of them) and asks once more.
+    fn reserve_entry(&mut self, previous: usize, needed: usize) -> Result<()> {
+        let grant = |reservation: &mut MemoryReservation, previous: usize| {
+            if needed > previous {
+                reservation.try_grow(needed - previous)
+            } else {
+                reservation.shrink(previous - needed);
+                Ok(())
+            }
         };
-        match first {
+        match grant(&mut self.reservation, previous) {
             Err(_) if self.complete => {
                 self.drop_clean_entries();
-                self.reserve_entry(needed)
+                let previous = self.scratch_reserved();
+                grant(&mut self.reservation, previous)
             }
             result => result,
         }
