@@ -1,11 +1,13 @@
 //! W1's state access alone, without the end-to-end harness (no generator, no threads, no
 //! snapshot): the table work a subtask does per bundle.
 //!
-//! - `w1_table/<backend>/200k`: 200,000 events of the generator (100,000 keys, the
-//!   first 200,000 of the stream) as bundles of 8,192, each bundle `begin_bundle` naming its
-//!   keys, a get and a put of a `[count, sum, max]` value per event (W1's `on_event`,
-//!   without its sink), `commit_bundle`. Key rows, key groups and bundles are built outside
-//!   `b.iter`; one store per backend, warmed by one pass (every key present).
+//! - `w1_table/<backend>/200k/<access>`: 200,000 events of the generator (100,000
+//!   keys, the first 200,000 of the stream) as bundles of 8,192, each bundle `begin_bundle`
+//!   naming its keys, W1's state transition of a `[count, sum, max]` value per event
+//!   (without its sink), `commit_bundle`. `<access>` is `get-put` (a get and a put per
+//!   event, Flink's `ValueState` pattern) or `upsert` (one `KeyedTable::upsert`, what the
+//!   end-to-end W1 does). Key rows, key groups and bundles are built outside `b.iter`; one
+//!   store per backend, warmed by one pass (every key present).
 //!
 //! `cargo bench -p sfstate-bench --bench w1_table`
 
@@ -62,10 +64,27 @@ fn bundles() -> Vec<Bundle> {
     out
 }
 
+/// How a pass reaches a key's state.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    GetPut,
+    Upsert,
+}
+
+impl Access {
+    fn name(self) -> &'static str {
+        match self {
+            Access::GetPut => "get-put",
+            Access::Upsert => "upsert",
+        }
+    }
+}
+
 /// One pass of every bundle through `table`: W1's state transition per event.
 fn pass<T: KeyedTable<Codec = <GroupAggregate as Operator>::Codec>>(
     table: &mut T,
     bundles: &[Bundle],
+    access: Access,
 ) {
     for b in bundles {
         let named: Vec<(KeyGroup, &[u8])> = b
@@ -76,11 +95,28 @@ fn pass<T: KeyedTable<Codec = <GroupAggregate as Operator>::Codec>>(
             .collect();
         table.begin_bundle(&named).expect("begin");
         for (&(kg, row), &v) in named.iter().zip(&b.values) {
-            let next = match table.get(kg, row).expect("get") {
-                None => [1, v, v],
-                Some(&[count, sum, max]) => [count + 1, sum + v, max.max(v)],
-            };
-            table.put(kg, row, black_box(next)).expect("put");
+            match access {
+                Access::GetPut => {
+                    let next = match table.get(kg, row).expect("get") {
+                        None => [1, v, v],
+                        Some(&[count, sum, max]) => [count + 1, sum + v, max.max(v)],
+                    };
+                    table.put(kg, row, black_box(next)).expect("put");
+                }
+                Access::Upsert => {
+                    table
+                        .upsert(
+                            kg,
+                            row,
+                            || [1, v, v],
+                            |s| {
+                                *s = [s[0] + 1, s[1] + v, s[2].max(v)];
+                                black_box(&*s);
+                            },
+                        )
+                        .expect("upsert");
+                }
+            }
         }
         table.commit_bundle().expect("commit");
     }
@@ -93,13 +129,15 @@ fn bench_backend<B: Backend>(c: &mut Criterion, backend: &B, dir: &Path, bundles
     let mut table = store
         .open_table("w1", GroupAggregate::codec(), None)
         .expect("table");
-    pass(&mut table, bundles);
+    pass(&mut table, bundles, Access::GetPut);
     let mut group = c.benchmark_group("w1_table");
     group.throughput(Throughput::Elements(EVENTS));
     group.measurement_time(Duration::from_secs(5));
-    group.bench_function(format!("{}/200k", backend.name()), |b| {
-        b.iter(|| pass(&mut table, bundles));
-    });
+    for access in [Access::GetPut, Access::Upsert] {
+        group.bench_function(format!("{}/200k/{}", backend.name(), access.name()), |b| {
+            b.iter(|| pass(&mut table, bundles, access));
+        });
+    }
     group.finish();
 }
 

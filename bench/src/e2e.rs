@@ -39,8 +39,9 @@ pub const RESTORE_PARALLELISM: i32 = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
-    /// Bundles of `bundle` events: one `begin_bundle` naming every key, then get/put per
-    /// event, one commit.
+    /// Bundles of `bundle` events: one `begin_bundle` naming every key, then
+    /// [`Operator::apply`](crate::workloads::Operator::apply) per event (W1 an upsert, W4 a
+    /// get and a put), one commit.
     Bundled,
     /// Flink's access pattern: a bundle of one event (one get and one put per event).
     PerRecord,
@@ -217,7 +218,8 @@ pub(crate) fn owner_of(owners: &[i32], kg: KeyGroup) -> i32 {
 }
 
 /// Runs the bundles `inlet` brings through `O`: per bundle one `begin_bundle` naming its
-/// keys, a get (and a put) per event, one commit.
+/// keys, [`Operator::apply`] per event (W1 one upsert, W4 a get and, on a new winner, a
+/// put), one commit.
 fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     table: &mut T,
     inlet: &Inlet,
@@ -237,11 +239,13 @@ fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
         let t2 = Instant::now();
         let c2 = thread_cpu_ms();
         for e in &bundle.events {
-            let row = bundle.row(e);
-            let state = table.get(e.key_group, row)?.copied();
-            if let Some(next) = O::on_event(e.i, e.key, e.value, state.as_ref(), &mut out) {
-                table.put(e.key_group, row, next)?;
-            }
+            O::apply(
+                table,
+                e.key_group,
+                bundle.row(e),
+                (e.i, e.key, e.value),
+                &mut out,
+            )?;
         }
         let t3 = Instant::now();
         let c3 = thread_cpu_ms();

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use state_api::arrow_array::{Array, ArrayRef, Int64Array};
 use state_api::arrow_schema::{DataType, Field, Fields};
-use state_api::{Error, Result, ValueCodec};
+use state_api::keygroup::KeyGroup;
+use state_api::{Error, KeyedTable, Result, ValueCodec};
 
 use crate::workload::{Changelog, FinalTable, Kind, key, value};
 
@@ -193,6 +194,29 @@ pub trait Operator: Send + Sync + 'static {
         out: &mut Changelog,
     ) -> Option<Self::State>;
 
+    /// Applies event `(i, key, value)` to its key (`row` of `key_group`) in `table` and
+    /// emits its output rows into `out`. The default is Flink's access pattern: a get, then
+    /// [`on_event`](Operator::on_event), then a put of what it returns (no write when the
+    /// state stays); an operator that writes on every event overrides it with one
+    /// [`KeyedTable::upsert`].
+    ///
+    /// # Errors
+    /// The table's error.
+    #[inline]
+    fn apply<T: KeyedTable<Codec = Self::Codec>>(
+        table: &mut T,
+        key_group: KeyGroup,
+        row: &[u8],
+        (i, key, value): (u64, u64, u64),
+        out: &mut Changelog,
+    ) -> Result<()> {
+        let state = table.get(key_group, row)?.copied();
+        if let Some(next) = Self::on_event(i, key, value, state.as_ref(), out) {
+            table.put(key_group, row, next)?;
+        }
+        Ok(())
+    }
+
     /// Adds the key's row of the final table (derived from its state) to `out`.
     fn final_row(key: u64, state: &Self::State, out: &mut FinalTable);
 }
@@ -232,18 +256,51 @@ impl Operator for GroupAggregate {
         let v = long(value);
         let (kind, next) = match state {
             None => (Kind::Insert, [1, v, v]),
-            Some(&[count, sum, max]) => (
-                Kind::UpdateAfter,
-                [count.wrapping_add(1), sum.wrapping_add(v), max.max(v)],
-            ),
+            Some(state) => (Kind::UpdateAfter, accumulate(state, v)),
         };
         out.emit(kind, &[key, col(next[0]), col(next[1]), col(next[2])]);
         Some(next)
     }
 
+    /// Every event writes its key: one upsert (one search of the key) instead of a get and
+    /// a put.
+    #[inline]
+    fn apply<T: KeyedTable<Codec = Self::Codec>>(
+        table: &mut T,
+        key_group: KeyGroup,
+        row: &[u8],
+        (_, key, value): (u64, u64, u64),
+        out: &mut Changelog,
+    ) -> Result<()> {
+        let v = long(value);
+        let mut next = [1, v, v];
+        let updated = table.upsert(
+            key_group,
+            row,
+            || [1, v, v],
+            |state| {
+                *state = accumulate(state, v);
+                next = *state;
+            },
+        )?;
+        let kind = if updated {
+            Kind::UpdateAfter
+        } else {
+            Kind::Insert
+        };
+        out.emit(kind, &[key, col(next[0]), col(next[1]), col(next[2])]);
+        Ok(())
+    }
+
     fn final_row(key: u64, state: &[i64; 3], out: &mut FinalTable) {
         out.add(&[key, col(state[0]), col(state[1]), col(state[2])]);
     }
+}
+
+/// W1's state after one more event of value `v`: count + 1, sum + v, max of max and v.
+#[inline]
+fn accumulate(&[count, sum, max]: &[i64; 3], v: i64) -> [i64; 3] {
+    [count.wrapping_add(1), sum.wrapping_add(v), max.max(v)]
 }
 
 /// W4: append Top-1 per key by largest value (ties keep the earlier row); output

@@ -149,7 +149,7 @@ impl<V> FlatMap<V> {
         // bound only keeps a broken invariant from looping.
         for _ in 0..self.slots.len() {
             match self.slots.get(index) {
-                Some(Some(slot)) if slot.hash == hash && slot.key.as_bytes() == key => {
+                Some(Some(slot)) if slot.hash == hash && slot.key.eq_bytes(key) => {
                     return Ok(index);
                 }
                 Some(Some(_)) => index = (index + 1) & mask,

@@ -134,6 +134,32 @@ pub trait KeyedTable {
         Ok(Some(out))
     }
 
+    /// Applies `f` in place to the visible value of `key` as [`update`](KeyedTable::update)
+    /// does, or, when there is no visible value, sets it to `insert()` as
+    /// [`put`](KeyedTable::put) does; returns `true` when it updated and `false` when it
+    /// inserted. State written on every event (a running count, sum or max) is one upsert
+    /// per event instead of a get and a put. The default is `update`, then `put` when that
+    /// found nothing; a backend may override it to find the key once.
+    ///
+    /// # Errors
+    /// As `update` and `put`; on error the value is as it was.
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        insert: impl FnOnce() -> <Self::Codec as ValueCodec>::Value,
+        f: impl FnOnce(&mut <Self::Codec as ValueCodec>::Value),
+    ) -> Result<bool>
+    where
+        Self: Sized,
+    {
+        if self.update(key_group, key, f)?.is_some() {
+            return Ok(true);
+        }
+        self.put(key_group, key, insert())?;
+        Ok(false)
+    }
+
     /// Removes `key` (a no-op for an absent key, still counted as a write if the key was
     /// present).
     ///

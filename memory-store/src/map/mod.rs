@@ -9,6 +9,8 @@ pub use handle::MemoryMapTable;
 // Entry keys `prefix ‖ user key`, inline up to 54 bytes (its docs say why inline).
 use state_api::InlineMapKey as MapKey;
 
+use crate::in_place::update_in_place;
+
 use std::collections::{BTreeMap, btree_map};
 use std::mem::size_of;
 use std::ops::{Bound, ControlFlow};
@@ -241,32 +243,6 @@ fn overwrite<C: ValueCodec>(
     Ok(())
 }
 
-/// Applies `f` to `entry`'s value in place and reserves the growth of its heap bytes; when the
-/// pool refuses, the value is put back from the copy kept under a bounded pool.
-fn update_in_place<C: ValueCodec, R>(
-    codec: &C,
-    reservation: &mut MemoryReservation,
-    bounded_pool: bool,
-    entry: &mut Entry<C::Value>,
-    f: impl FnOnce(&mut C::Value) -> R,
-) -> Result<R> {
-    let old_heap = codec.heap_size(&entry.value);
-    let backup = bounded_pool.then(|| entry.value.clone());
-    let out = f(&mut entry.value);
-    let new_heap = codec.heap_size(&entry.value);
-    if new_heap > old_heap {
-        if let Err(err) = reservation.try_grow(new_heap - old_heap) {
-            if let Some(old) = backup {
-                entry.value = old;
-            }
-            return Err(err);
-        }
-    } else {
-        reservation.shrink(old_heap - new_heap);
-    }
-    Ok(out)
-}
-
 impl<C: ValueCodec> MapTable for MapCore<C> {
     type Codec = C;
 
@@ -406,7 +382,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
             return Ok(None);
         }
-        let out = update_in_place(codec, reservation, *bounded_pool, entry, f)?;
+        let out = update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
         entry.last_access = now;
         mark_dirty(entry, *epoch, dirty_in_bundle);
         Ok(Some(out))
@@ -446,7 +422,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
                 let entry = occupied.get_mut();
                 let visible = entry.live && ttl_scan_visible(ttl.as_ref(), entry.last_access, now);
                 if visible {
-                    update_in_place(codec, reservation, *bounded_pool, entry, f)?;
+                    update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
                 } else {
                     overwrite(codec, reservation, entry, insert())?;
                 }

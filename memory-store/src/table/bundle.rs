@@ -2,12 +2,13 @@
 
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    FlatEntry, FlatMap, KeyedTable, Result, SweepProgress, TableStats, TtlRead, ValueCodec,
-    ttl_read,
+    FlatEntry, FlatMap, FlatVacantEntry, KeyedTable, MemoryReservation, Result, SweepProgress,
+    TableStats, TtlRead, ValueCodec, ttl_read,
 };
 
 use super::sweep::Tombstones;
 use super::{Entry, KeyedCore, entry_size, mark_dirty};
+use crate::in_place::update_in_place;
 
 impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     type Codec = C;
@@ -44,11 +45,7 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
         self.check_bundle("get", true)?;
         let index = self.group_index(key_group)?;
-        if let Some(&(ahead, hash)) = self.ahead.advance()
-            && let Some(group) = self.groups.get(ahead)
-        {
-            group.prefetch(hash);
-        }
+        self.prefetch_next();
         let now = self.now();
         let Self {
             groups,
@@ -86,7 +83,6 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
         self.check_bundle("put", true)?;
         let index = self.group_index(key_group)?;
         let now = self.now();
-        let new_heap = self.codec.heap_size(&value);
         let Self {
             groups,
             codec,
@@ -103,34 +99,114 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
         match group.entry(key) {
             FlatEntry::Occupied(mut occupied) => {
                 let entry = occupied.get_mut();
-                let old_heap = codec.heap_size(&entry.value);
-                if new_heap > old_heap {
-                    reservation.try_grow(new_heap - old_heap)?;
-                } else {
-                    reservation.shrink(old_heap - new_heap);
-                }
-                if !entry.live {
-                    entry.live = true;
-                    if let Some(count) = tombstones.get_mut(index) {
-                        *count -= 1;
-                    }
-                }
-                entry.value = value;
+                overwrite(codec, reservation, tombstones, index, entry, value)?;
                 entry.last_access = now;
                 mark_dirty(entry, *epoch, dirty_in_bundle);
             }
             FlatEntry::Vacant(vacant) => {
-                reservation.try_grow(entry_size::<C::Value>(key.len(), new_heap))?;
-                vacant.insert(Entry {
-                    value,
-                    last_access: now,
-                    live: true,
-                    dirty_epoch: *epoch,
-                });
+                insert_new(codec, reservation, vacant, key.len(), value, now, *epoch)?;
                 *dirty_in_bundle += 1;
             }
         }
         Ok(())
+    }
+
+    /// In place: one search, no clone (a bounded pool keeps a copy to restore when it
+    /// refuses the value's growth). TTL as a get then a put: an expired value that the read
+    /// would return (`ReturnExpiredIfNotCleanedUp`) is updated, one it would hide is cleared.
+    fn update<R>(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        f: impl FnOnce(&mut C::Value) -> R,
+    ) -> Result<Option<R>> {
+        self.check_bundle("update", true)?;
+        let index = self.group_index(key_group)?;
+        self.prefetch_next();
+        let now = self.now();
+        let Self {
+            groups,
+            codec,
+            ttl,
+            epoch,
+            dirty_in_bundle,
+            tombstones,
+            tombstone_groups,
+            listed,
+            reservation,
+            bounded_pool,
+            ..
+        } = self;
+        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key)) else {
+            return Ok(None);
+        };
+        if !entry.live {
+            return Ok(None);
+        }
+        if !ttl_read(ttl.as_ref(), entry.last_access, now).returns_value() {
+            Tombstones {
+                counts: tombstones,
+                groups: tombstone_groups,
+                listed,
+            }
+            .bury(entry, index);
+            mark_dirty(entry, *epoch, dirty_in_bundle);
+            return Ok(None);
+        }
+        let out = update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
+        entry.last_access = now;
+        mark_dirty(entry, *epoch, dirty_in_bundle);
+        Ok(Some(out))
+    }
+
+    /// One search: a visible value is updated in place (as `update`), a tombstone or a value
+    /// the read would hide is overwritten with `insert()` and a missing key inserted where
+    /// the search ended (as `put`).
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        insert: impl FnOnce() -> C::Value,
+        f: impl FnOnce(&mut C::Value),
+    ) -> Result<bool> {
+        self.check_bundle("upsert", true)?;
+        let index = self.group_index(key_group)?;
+        self.prefetch_next();
+        let now = self.now();
+        let Self {
+            groups,
+            codec,
+            ttl,
+            epoch,
+            dirty_in_bundle,
+            tombstones,
+            reservation,
+            bounded_pool,
+            ..
+        } = self;
+        let Some(group) = groups.get_mut(index) else {
+            return Ok(false);
+        };
+        match group.entry(key) {
+            FlatEntry::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
+                let visible =
+                    entry.live && ttl_read(ttl.as_ref(), entry.last_access, now).returns_value();
+                if visible {
+                    update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
+                } else {
+                    overwrite(codec, reservation, tombstones, index, entry, insert())?;
+                }
+                entry.last_access = now;
+                mark_dirty(entry, *epoch, dirty_in_bundle);
+                Ok(visible)
+            }
+            FlatEntry::Vacant(vacant) => {
+                insert_new(codec, reservation, vacant, key.len(), insert(), now, *epoch)?;
+                *dirty_in_bundle += 1;
+                Ok(false)
+            }
+        }
     }
 
     fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
@@ -195,4 +271,51 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     fn stats(&self) -> TableStats {
         self.stats
     }
+}
+
+/// Replaces a stored entry's value with `value` (live or a tombstone, which it revives),
+/// reserving the growth of its heap bytes first; refused, nothing changes.
+fn overwrite<C: ValueCodec>(
+    codec: &C,
+    reservation: &mut MemoryReservation,
+    tombstones: &mut [usize],
+    index: usize,
+    entry: &mut Entry<C::Value>,
+    value: C::Value,
+) -> Result<()> {
+    let (old_heap, new_heap) = (codec.heap_size(&entry.value), codec.heap_size(&value));
+    if new_heap > old_heap {
+        reservation.try_grow(new_heap - old_heap)?;
+    } else {
+        reservation.shrink(old_heap - new_heap);
+    }
+    if !entry.live {
+        entry.live = true;
+        if let Some(count) = tombstones.get_mut(index) {
+            *count -= 1;
+        }
+    }
+    entry.value = value;
+    Ok(())
+}
+
+/// Inserts a new entry of `value` (its key `key_len` bytes) where a search ended, dirty in
+/// bundle `epoch`, reserving its bytes first; refused, nothing is inserted.
+fn insert_new<C: ValueCodec>(
+    codec: &C,
+    reservation: &mut MemoryReservation,
+    vacant: FlatVacantEntry<'_, Entry<C::Value>>,
+    key_len: usize,
+    value: C::Value,
+    now: i64,
+    epoch: u64,
+) -> Result<()> {
+    reservation.try_grow(entry_size::<C::Value>(key_len, codec.heap_size(&value)))?;
+    vacant.insert(Entry {
+        value,
+        last_access: now,
+        live: true,
+        dirty_epoch: epoch,
+    });
+    Ok(())
 }

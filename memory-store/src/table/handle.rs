@@ -100,6 +100,18 @@ impl<C: ValueCodec> KeyedTable for MemoryKeyedTable<C> {
         self.cell.in_bundle("update")?.update(key_group, key, f)
     }
 
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        insert: impl FnOnce() -> C::Value,
+        f: impl FnOnce(&mut C::Value),
+    ) -> Result<bool> {
+        self.cell
+            .in_bundle("upsert")?
+            .upsert(key_group, key, insert, f)
+    }
+
     fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
         self.cell.in_bundle("remove")?.remove(key_group, key)
     }

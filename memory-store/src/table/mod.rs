@@ -68,6 +68,8 @@ pub(crate) struct KeyedCore<C: ValueCodec> {
     tombstone_groups: Vec<usize>,
     listed: Vec<bool>,
     reservation: MemoryReservation,
+    /// Whether the pool has a capacity (an in-place update then keeps a copy to restore).
+    bounded_pool: bool,
     bundle: BundlePhase,
     epoch: u64,
     dirty_in_bundle: u64,
@@ -104,6 +106,7 @@ impl<C: ValueCodec> KeyedCore<C> {
             tombstone_groups: Vec::new(),
             listed: vec![false; key_groups.len()],
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
+            bounded_pool: config.memory_pool().capacity().is_some(),
             bundle: BundlePhase::default(),
             epoch: 1,
             dirty_in_bundle: 0,
@@ -143,6 +146,18 @@ impl<C: ValueCodec> KeyedCore<C> {
 
     fn now(&self) -> i64 {
         ttl_now(self.ttl.as_ref(), &*self.clock)
+    }
+
+    /// Counts one access of the bundle's named keys and prefetches the slot of the key
+    /// `state_api::PREFETCH_AHEAD` named keys further (gets, updates and upserts in the
+    /// order the keys were named find their slots in cache).
+    #[inline]
+    fn prefetch_next(&mut self) {
+        if let Some(&(ahead, hash)) = self.ahead.advance()
+            && let Some(group) = self.groups.get(ahead)
+        {
+            group.prefetch(hash);
+        }
     }
 }
 

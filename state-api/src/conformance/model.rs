@@ -23,6 +23,10 @@ enum PointOp {
     Get(usize),
     Put(usize, i64),
     Remove(usize),
+    /// `update` adding the delta.
+    Update(usize, i64),
+    /// `upsert` inserting the value or adding the delta.
+    Upsert(usize, i64, i64),
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +55,8 @@ fn strategy() -> impl Strategy<Value = Case> {
         (0..KEYS).prop_map(PointOp::Get),
         (0..KEYS, -3_i64..3).prop_map(|(k, v)| PointOp::Put(k, v)),
         (0..KEYS).prop_map(PointOp::Remove),
+        (0..KEYS, -3_i64..3).prop_map(|(k, d)| PointOp::Update(k, d)),
+        (0..KEYS, -3_i64..3, -3_i64..3).prop_map(|(k, v, d)| PointOp::Upsert(k, v, d)),
     ];
     let op = prop_oneof![
         5 => (prop::collection::vec(0..KEYS, 0..8), prop::collection::vec(point, 0..12))
@@ -180,6 +186,62 @@ impl<'f, F: StoreFactory> System<'f, F> {
         }
     }
 
+    /// `update` (`insert: None`) or `upsert` of key `k` adding `delta`, checked against the
+    /// model: a visible value is updated, an absent one left alone (`update`) or set to
+    /// `insert` (`upsert`); an expired value the backend may not have cleaned up yet
+    /// (`ReturnExpiredIfNotCleanedUp`) either way, the backend's answer telling which.
+    fn check_update(&mut self, k: usize, insert: Option<i64>, delta: i64, context: &str) {
+        let owner = self.owner(k);
+        let (kg, bytes) = self.keys[k].clone();
+        let before = self.model.get(&k).map(|e| e.0);
+        let expected = self.model_get(k);
+        let table = &mut self.subtasks[owner].table;
+        let add = |v: &mut i64| {
+            *v += delta;
+            *v
+        };
+        // `Some(new value)` when it updated, `None` when it found nothing to update.
+        let updated = match insert {
+            None => table.update(kg, &bytes, add).expect("update"),
+            Some(v) => {
+                let mut new = None;
+                let hit = table
+                    .upsert(kg, &bytes, || v, |x| new = Some(add(x)))
+                    .expect("upsert");
+                assert_eq!(hit, new.is_some(), "{context}: upsert's answer, key {k}");
+                new
+            }
+        };
+        match (expected, updated) {
+            (Some(Some(value)), got) => {
+                assert_eq!(got, Some(value + delta), "{context}: update of key {k}");
+            }
+            (Some(None), got) => assert_eq!(got, None, "{context}: update of absent key {k}"),
+            (None, Some(got)) => assert_eq!(
+                Some(got),
+                before.map(|b| b + delta),
+                "{context}: update of expired key {k}"
+            ),
+            (None, None) => {}
+        }
+        let now = if self.ttl.is_some() {
+            self.clock.now_millis()
+        } else {
+            0
+        };
+        match (updated, insert) {
+            (Some(value), _) => {
+                self.model.insert(k, (value, now));
+            }
+            (None, Some(v)) => {
+                self.model.insert(k, (v, now));
+            }
+            (None, None) => {
+                self.model.remove(&k);
+            }
+        }
+    }
+
     fn apply(&mut self, op: &Op, step: usize) {
         let context = format!("step {step} ({op:?})");
         match op {
@@ -214,6 +276,8 @@ impl<'f, F: StoreFactory> System<'f, F> {
                                 .expect("remove");
                             self.model.remove(&k);
                         }
+                        PointOp::Update(k, d) => self.check_update(k, None, d, &context),
+                        PointOp::Upsert(k, v, d) => self.check_update(k, Some(v), d, &context),
                     }
                 }
                 for sub in &mut self.subtasks {
@@ -269,7 +333,8 @@ impl<'f, F: StoreFactory> System<'f, F> {
     }
 }
 
-/// Random sequences of bundles (named and unnamed keys, gets, puts, removes), clock moves,
+/// Random sequences of bundles (named and unnamed keys, gets, puts, removes, updates and
+/// upserts), clock moves,
 /// sweeps and canonical snapshot + restore at other parallelisms (max parallelism 128),
 /// under every TTL setting, compared read by read against a `BTreeMap` model.
 ///
