@@ -40,7 +40,7 @@ pub const RESTORE_PARALLELISM: i32 = 3;
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Bundles of `bundle` events: one `begin_bundle` naming every key, then
-    /// [`Operator::apply`](crate::workloads::Operator::apply) per event (W1 an upsert, W4 a
+    /// [`Operator::apply`] per event (W1 an upsert, W4 a
     /// get and a put), one commit.
     Bundled,
     /// Flink's access pattern: a bundle of one event (one get and one put per event).

@@ -1,4 +1,5 @@
-//! In-place value updates charged to the memory pool, shared by the keyed and the map table.
+//! Value changes charged to the memory pool, shared by the keyed and the map table: an
+//! in-place update, and the reservation of a value replacing another.
 
 use state_api::{MemoryReservation, Result, ValueCodec};
 
@@ -17,15 +18,32 @@ pub(crate) fn update_in_place<C: ValueCodec, R>(
     let backup = bounded_pool.then(|| value.clone());
     let out = f(value);
     let new_heap = codec.heap_size(value);
-    if new_heap > old_heap {
-        if let Err(err) = reservation.try_grow(new_heap - old_heap) {
-            if let Some(old) = backup {
-                *value = old;
-            }
-            return Err(err);
+    if let Err(err) = resize(reservation, old_heap, new_heap) {
+        if let Some(old) = backup {
+            *value = old;
         }
-    } else {
-        reservation.shrink(old_heap - new_heap);
+        return Err(err);
     }
     Ok(out)
+}
+
+/// Reserves the growth of the heap bytes when `new` replaces `old` (a shrink is returned to
+/// the pool); refused, nothing is charged and the caller leaves `old` in place.
+pub(crate) fn reserve_replacement<C: ValueCodec>(
+    codec: &C,
+    reservation: &mut MemoryReservation,
+    old: &C::Value,
+    new: &C::Value,
+) -> Result<()> {
+    resize(reservation, codec.heap_size(old), codec.heap_size(new))
+}
+
+/// Grows `reservation` by `new - old` bytes or shrinks it by `old - new`.
+fn resize(reservation: &mut MemoryReservation, old: usize, new: usize) -> Result<()> {
+    if new > old {
+        reservation.try_grow(new - old)
+    } else {
+        reservation.shrink(old - new);
+        Ok(())
+    }
 }

@@ -9,8 +9,6 @@ pub use handle::MemoryMapTable;
 // Entry keys `prefix ‖ user key`, inline up to 54 bytes (its docs say why inline).
 use state_api::InlineMapKey as MapKey;
 
-use crate::in_place::update_in_place;
-
 use std::collections::{BTreeMap, btree_map};
 use std::mem::size_of;
 use std::ops::{Bound, ControlFlow};
@@ -26,6 +24,8 @@ use state_api::{
     full_key_bounds_in, key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read,
     ttl_scan_visible,
 };
+
+use crate::in_place::{reserve_replacement, update_in_place};
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
 /// node slack and pointers).
@@ -232,12 +232,7 @@ fn overwrite<C: ValueCodec>(
     entry: &mut Entry<C::Value>,
     value: C::Value,
 ) -> Result<()> {
-    let (old_heap, new_heap) = (codec.heap_size(&entry.value), codec.heap_size(&value));
-    if new_heap > old_heap {
-        reservation.try_grow(new_heap - old_heap)?;
-    } else {
-        reservation.shrink(old_heap - new_heap);
-    }
+    reserve_replacement(codec, reservation, &entry.value, &value)?;
     entry.live = true;
     entry.value = value;
     Ok(())

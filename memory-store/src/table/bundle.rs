@@ -8,7 +8,7 @@ use state_api::{
 
 use super::sweep::Tombstones;
 use super::{Entry, KeyedCore, entry_size, mark_dirty};
-use crate::in_place::update_in_place;
+use crate::in_place::{reserve_replacement, update_in_place};
 
 impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     type Codec = C;
@@ -283,12 +283,7 @@ fn overwrite<C: ValueCodec>(
     entry: &mut Entry<C::Value>,
     value: C::Value,
 ) -> Result<()> {
-    let (old_heap, new_heap) = (codec.heap_size(&entry.value), codec.heap_size(&value));
-    if new_heap > old_heap {
-        reservation.try_grow(new_heap - old_heap)?;
-    } else {
-        reservation.shrink(old_heap - new_heap);
-    }
+    reserve_replacement(codec, reservation, &entry.value, &value)?;
     if !entry.live {
         entry.live = true;
         if let Some(count) = tombstones.get_mut(index) {
