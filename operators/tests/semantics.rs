@@ -451,7 +451,9 @@ fn join_probe_cache_is_transparent() {
     assert_rows(&run(500), &reference);
 }
 
-/// A pool that records the peak of its usage.
+/// A pool that records the peak of its usage. It reports a capacity (one it never reaches),
+/// so reservations charge it exactly: against an unbounded pool they charge whole 64 KiB
+/// steps, and peaks would differ by a step wherever a reservation crossed one.
 #[derive(Debug, Default)]
 struct PeakPool {
     inner: state_api::UnboundedMemoryPool,
@@ -472,12 +474,12 @@ impl state_api::MemoryPool for PeakPool {
         self.inner.used()
     }
     fn capacity(&self) -> Option<usize> {
-        None
+        Some(usize::MAX)
     }
 }
 
-/// Bounded output chunks: a probe of a key with 10k records (one of them three times) that
-/// cannot cache them (budget 4 KiB) iterates lazily and hands the output over in chunks of
+/// Bounded output chunks: two probes of a key with 10k records (one of them three times) that
+/// cannot cache them (budget 4 KiB) iterate lazily and hands the output over in chunks of
 /// at most 100 rows while it runs; the pool's peak is at most the budget above the peak of
 /// the same bundle with no cache at all (the store's own bytes); the chunks concatenate to
 /// exactly the unchunked, cached output.
@@ -488,7 +490,9 @@ fn join_lazy_probe_emits_bounded_chunks() {
     let mut right: Vec<(RowKind, Vec<Scalar>)> =
         (0..10_000).map(|v| (I, vec![k(1), l(v)])).collect();
     right.extend((0..2).map(|_| (I, vec![k(1), l(5)])));
-    let probe = batch(&f, &[(I, vec![k(1), l(-1)])]);
+    // Two probes of the key: the first tries to cache its records (a later probe would read
+    // them) and is refused past the budget.
+    let probe = batch(&f, &[(I, vec![k(1), l(-1)]), (I, vec![k(1), l(-2)])]);
     let run = |budget: usize| {
         let pool = Arc::new(PeakPool::default());
         let mp = MaxParallelism::new(128).unwrap();
@@ -521,7 +525,7 @@ fn join_lazy_probe_emits_bounded_chunks() {
         "peak {peak}, store alone {store_peak}"
     );
     assert!(chunks.iter().all(|c| !c.is_empty() && c.len() <= 100));
-    assert_eq!(chunks.len(), 101, "10 002 rows in chunks of 100");
+    assert_eq!(chunks.len(), 201, "20 004 rows in chunks of 100");
     assert_eq!(chunks, no_cache);
     let chunked: Vec<(RowKind, Vec<Scalar>)> = chunks.into_iter().flatten().collect();
 
@@ -535,7 +539,7 @@ fn join_lazy_probe_emits_bounded_chunks() {
         .unwrap()
         .to_rows()
         .unwrap();
-    assert_eq!(whole.len(), 10_002);
+    assert_eq!(whole.len(), 20_004);
     assert_rows(&chunked, &whole);
     // A sink error stops the bundle and is returned.
     let err = op

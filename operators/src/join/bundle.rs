@@ -37,6 +37,9 @@ pub(super) struct InputRow {
     pub(super) record: Range<usize>,
     /// Whether a join key column is null (the row never matches).
     pub(super) null_key: bool,
+    /// Whether a later row of the same side probes the same join key in this bundle (only
+    /// then is what this row's probe reads worth caching).
+    pub(super) probed_again: bool,
 }
 
 /// A distinct join key of the bundle.
@@ -106,10 +109,27 @@ impl BundleInput {
                     key: id,
                     record,
                     null_key: s.keys.has_null(&values),
+                    probed_again: false,
                 });
             }
         }
+        input.mark_repeated_probes();
         Ok(())
+    }
+
+    /// Sets each row's [`InputRow::probed_again`], from the last row back.
+    fn mark_repeated_probes(&mut self) {
+        let mut later = [vec![false; self.keys.len()], vec![false; self.keys.len()]];
+        for row in self.rows.iter_mut().rev() {
+            if row.null_key {
+                continue;
+            }
+            let side = usize::from(row.side != JoinSide::Left);
+            if let Some(seen) = later.get_mut(side).and_then(|s| s.get_mut(row.key)) {
+                row.probed_again = *seen;
+                *seen = true;
+            }
+        }
     }
 
     /// Empties the input, keeping its buffers for the next bundle (at most
@@ -257,5 +277,31 @@ mod tests {
         assert_eq!(input.intern(kg, b"other"), other);
         assert_eq!(input.keys.len(), 3);
         assert_ne!(hash_bytes(b""), hash_bytes(&[0]));
+    }
+
+    #[test]
+    fn a_row_is_probed_again_only_by_a_later_row_of_its_side_and_key() {
+        let mut input = BundleInput::default();
+        let kg = KeyGroup::new(0).unwrap();
+        let (a, b) = (input.intern(kg, b"a"), input.intern(kg, b"b"));
+        let row = |side, key, null_key| InputRow {
+            side,
+            kind: RowKind::Insert,
+            key,
+            record: 0..0,
+            null_key,
+            probed_again: false,
+        };
+        let (l, r) = (JoinSide::Left, JoinSide::Right);
+        input.rows = vec![
+            row(l, a, false), // a later left row probes `a`
+            row(r, a, false), // no later right row probes `a`
+            row(l, b, false), // the later left row of `b` has a null key: it probes nothing
+            row(l, a, false), // the last left row of `a`
+            row(l, b, true),
+        ];
+        input.mark_repeated_probes();
+        let again: Vec<bool> = input.rows.iter().map(|r| r.probed_again).collect();
+        assert_eq!(again, [true, false, false, false, false]);
     }
 }

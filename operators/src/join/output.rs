@@ -66,6 +66,29 @@ enum Values {
     Binary(BinaryBuilder),
 }
 
+impl Values {
+    /// An empty builder of the same type with room for `rows` values (a chunk's builders
+    /// are allocated once at their final size, never grown by copying).
+    fn fresh(&self, rows: usize) -> Self {
+        match self {
+            Values::Boolean(_) => Values::Boolean(BooleanBuilder::with_capacity(rows)),
+            Values::Int8(_) => Values::Int8(PrimitiveBuilder::with_capacity(rows)),
+            Values::Int16(_) => Values::Int16(PrimitiveBuilder::with_capacity(rows)),
+            Values::Int32(_) => Values::Int32(PrimitiveBuilder::with_capacity(rows)),
+            Values::Int64(_) => Values::Int64(PrimitiveBuilder::with_capacity(rows)),
+            Values::Float32(_) => Values::Float32(PrimitiveBuilder::with_capacity(rows)),
+            Values::Float64(_) => Values::Float64(PrimitiveBuilder::with_capacity(rows)),
+            Values::Decimal(_) => Values::Decimal(PrimitiveBuilder::with_capacity(rows)),
+            Values::Utf8(_) => Values::Utf8(StringBuilder::with_capacity(rows, rows * 8)),
+            Values::Binary(_) => Values::Binary(BinaryBuilder::with_capacity(rows, rows * 8)),
+        }
+    }
+}
+
+/// Rows an output chunk's builders are sized for up front (a bundle's whole output, with no
+/// chunk bound, grows past it).
+const PRESIZED_ROWS: usize = 8192;
+
 /// One output column: which side's record, which field, how.
 #[derive(Debug)]
 struct Column {
@@ -74,6 +97,8 @@ struct Column {
     read: Read,
     data_type: DataType,
     values: Values,
+    /// Rows each chunk's builder is allocated for.
+    capacity: usize,
 }
 
 /// The low 4 bytes of a slot (a 4-byte field).
@@ -154,7 +179,13 @@ impl<'a> RecordRef<'a> {
 }
 
 impl Column {
-    fn try_new(field: &Field, left: bool, pos: usize, ty: LogicalType) -> Result<Self> {
+    fn try_new(
+        field: &Field,
+        left: bool,
+        pos: usize,
+        ty: LogicalType,
+        capacity: usize,
+    ) -> Result<Self> {
         let dt = field.data_type().clone();
         let (read, values) = match (&dt, ty) {
             (DataType::Boolean, _) => (Read::Boolean, Values::Boolean(BooleanBuilder::new())),
@@ -196,7 +227,8 @@ impl Column {
             pos,
             read,
             data_type: dt,
-            values,
+            values: values.fresh(capacity),
+            capacity,
         })
     }
 
@@ -279,7 +311,9 @@ impl Column {
     /// The column's values so far as an array of its type (the builder starts over).
     fn finish(&mut self) -> Result<ArrayRef> {
         let dt = &self.data_type;
-        Ok(match &mut self.values {
+        let fresh = self.values.fresh(self.capacity);
+        let mut values = std::mem::replace(&mut self.values, fresh);
+        Ok(match &mut values {
             Values::Boolean(b) => Arc::new(b.finish()),
             Values::Int8(b) => Arc::new(b.finish()),
             Values::Int16(b) => Arc::new(b.finish()),
@@ -368,7 +402,9 @@ impl<'a> Emitter<'a> {
             .fields()
             .iter()
             .zip(sides)
-            .map(|(field, (is_left, pos, ty))| Column::try_new(field, is_left, pos, ty))
+            .map(|(field, (is_left, pos, ty))| {
+                Column::try_new(field, is_left, pos, ty, chunk_rows.clamp(1, PRESIZED_ROWS))
+            })
             .collect::<Result<Vec<_>>>()?;
         if columns.len() != schema.fields().len() {
             return Err(Error::spec("join output schema differs from its inputs"));

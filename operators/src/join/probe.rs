@@ -5,9 +5,11 @@
 //! bytes in one arena and their counts), charged to the memory pool: the bundle's cache
 //! takes at most the probe-cache budget, and a scan whose records do not fit (the budget or
 //! the pool refuses) drops what it had cached of that key and goes on lazily, writing each
-//! record's matches as it is visited and holding none of them. A side's entry of a key is
-//! dropped when that side's records of the key change; arena bytes stay charged until the
-//! bundle ends.
+//! record's matches as it is visited and holding none of them. Only a probe whose key the
+//! same side probes again later in the bundle caches: a key probed once would be copied for
+//! no reader. A side's entry of a key is dropped when that side's records of the key change;
+//! arena bytes stay charged until the bundle ends, reserved from the pool in steps of
+//! [`RESERVE_STEP`] within the budget.
 
 use std::ops::{ControlFlow, Range};
 
@@ -46,6 +48,10 @@ impl<'a> Layout<'a> {
 
 /// Bytes charged per cached record beside its own bytes.
 const RECORD_OVERHEAD: usize = std::mem::size_of::<(Range<usize>, i64)>();
+
+/// Pool bytes the cache reserves at a time: one pool update per 64 KiB of cached records,
+/// not one (an atomic read-modify-write on a shared pool) per record.
+const RESERVE_STEP: usize = 64 << 10;
 
 /// The bundle's probe cache (see the module docs).
 pub(super) struct ProbeCache {
@@ -140,19 +146,33 @@ impl ProbeCache {
     /// refuses it.
     fn admit(&mut self, record: &[u8], count: i64) -> bool {
         let bytes = record.len() + RECORD_OVERHEAD;
-        if self.used + bytes > self.budget || self.reservation.try_grow(bytes).is_err() {
+        let need = self.used + bytes;
+        if need > self.budget || !self.reserve(need) {
             return false;
         }
-        self.used += bytes;
+        self.used = need;
         let start = self.bytes.len();
         self.bytes.extend_from_slice(record);
         self.records.push((start..self.bytes.len(), count));
         true
     }
 
-    /// Drops what the scan in progress cached since `mark`.
+    /// Makes the reservation cover `need` bytes (at most the budget): a step of
+    /// [`RESERVE_STEP`] when the pool grants it, else exactly what is missing.
+    fn reserve(&mut self, need: usize) -> bool {
+        let reserved = self.reservation.size();
+        if need <= reserved {
+            return true;
+        }
+        let short = need - reserved;
+        let step = short.max(RESERVE_STEP.min(self.budget.saturating_sub(reserved)));
+        self.reservation.try_grow(step).is_ok()
+            || (step > short && self.reservation.try_grow(short).is_ok())
+    }
+
+    /// Drops what the scan in progress cached since `mark` (its reserved bytes stay reserved
+    /// for the bundle's next records).
     fn rollback(&mut self, mark: Mark) {
-        self.reservation.shrink(self.used - mark.used);
         self.used = mark.used;
         self.bytes.truncate(mark.bytes);
         self.records.truncate(mark.records);
@@ -259,7 +279,7 @@ impl Probe<'_> {
             return Ok(());
         }
         let mark = cache.mark();
-        let mut caching = true;
+        let mut caching = row.probed_again;
         let mut failure = None;
         other.scan(
             key_group,

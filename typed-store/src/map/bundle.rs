@@ -14,6 +14,7 @@ use crate::error::rocks_api;
 use crate::format::{composite_key, encode_stored_values};
 use crate::sweep::sweep_column_family;
 
+use super::dirty::KeyList;
 use super::scan::{ReadBatch, rocks_bounds};
 use super::{Entry, RANGE_DELETE_MIN_ENTRIES, RocksMapTable, entry_cost};
 
@@ -66,7 +67,10 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.resident()?;
         let now = self.now();
         let ttl = self.ttl;
-        let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) else {
+        let Some(entry) = self
+            .entries
+            .get_mut(&InlineMapKey::from(self.scratch.as_slice()))
+        else {
             return Ok(None);
         };
         if !entry.live {
@@ -251,23 +255,26 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
     fn commit_bundle(&mut self) -> Result<()> {
         self.check_bundle("commit_bundle", true)?;
         let mut written = 0_u64;
+        // The keys of the entries this commit deletes (they leave a complete working set).
+        let mut removed = KeyList::default();
         {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
             // The changed entries in key order: from the dirty list when the working set holds
             // every entry (a complete table), else from the bundle's working set itself.
+            let dirty = &self.dirty;
             let changed: Vec<(&[u8], &Entry<C::Value>)> = if self.complete {
-                self.dirty
+                dirty
                     .sorted()
                     .into_iter()
-                    .filter_map(|key| self.entries.get_key_value(key))
+                    .filter_map(|key| self.entries.get_key_value(&InlineMapKey::from(key)))
                     .map(|(key, entry)| (key.as_bytes(), entry))
-                    .filter(|(_, entry)| entry.dirty)
+                    .filter(|(_, entry)| dirty.is_dirty(entry))
                     .collect()
             } else {
                 self.entries
                     .iter()
-                    .filter(|(_, entry)| entry.dirty)
+                    .filter(|(_, entry)| dirty.is_dirty(entry))
                     .map(|(key, entry)| (key.as_bytes(), entry))
                     .collect()
             };
@@ -301,8 +308,13 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     if let Some(bytes) = values.next() {
                         batch.put_cf(&cf, key, bytes);
                     }
-                } else if !covered(key) {
-                    batch.delete_cf(&cf, key);
+                } else {
+                    if !entry.live {
+                        removed.push(key);
+                    }
+                    if !covered(key) {
+                        batch.delete_cf(&cf, key);
+                    }
                 }
             }
             if !batch.is_empty() {
@@ -314,7 +326,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.stats.written_keys += written;
         self.stats.bundles += 1;
         if self.complete {
-            self.keep_committed();
+            self.keep_committed(&removed);
             // A bounded pool is shared (with the store's other tables, and with other stores
             // of its slot), and nothing evicts across tables: a complete table that leaves
             // it more than half used gives its entries back and reads from then on.
@@ -399,7 +411,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
             dirty,
             ..
         } = self;
-        let Some(entry) = entries.get_mut(scratch.as_slice()) else {
+        // Searched as a map key: the word-wise order, no `memcmp` call per comparison.
+        let Some(entry) = entries.get_mut(&InlineMapKey::from(scratch.as_slice())) else {
             return Ok(Found::Invisible { reserved: 0 });
         };
         // Visible as a scan sees it (memory-store's rule): an expired entry only under
@@ -433,14 +446,14 @@ impl<C: ValueCodec> RocksMapTable<C> {
             // A complete table's clean entries can make room; marked dirty for the moment,
             // this one stays while they go (dropping them makes the table incomplete, whose
             // commit does not read the dirty list).
-            let was_dirty = std::mem::replace(&mut entry.dirty, true);
+            let was_dirty = std::mem::replace(&mut entry.dirty_in, dirty.epoch());
             self.drop_clean_entries();
             if let Err(e) = self.reservation.try_grow(growth) {
                 if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
                     if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
                         *value = backup;
                     }
-                    entry.dirty = was_dirty;
+                    entry.dirty_in = was_dirty;
                 }
                 return Err(e);
             }

@@ -1,32 +1,31 @@
 //! The keys a bundle of a complete map table changed, so that its commit visits them alone:
 //! a complete table's working set holds every entry, and walking it all at each commit was
 //! most of a join bundle's commit (`tests/it/map_complete.rs`, the bench README's W3 notes).
+//!
+//! An entry is dirty while it carries the current bundle's epoch (`Entry::dirty_in`), so
+//! clearing the list makes every entry clean at once: the commit no longer looks each
+//! committed key up again to reset a flag (one search of the working set per written entry).
 
-/// Full keys back to back (`ends` ends each), each listed once per bundle: when its entry
-/// turns dirty.
+/// Full keys back to back (`ends` ends each).
 #[derive(Debug, Default)]
-pub(super) struct DirtyKeys {
+pub(super) struct KeyList {
     bytes: Vec<u8>,
     ends: Vec<usize>,
 }
 
-impl DirtyKeys {
-    pub(super) fn clear(&mut self) {
+impl KeyList {
+    /// Appends `key`.
+    pub(super) fn push(&mut self, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
     }
 
-    /// Marks `entry` dirty, listing `key` if it was not.
-    pub(super) fn mark<V>(&mut self, entry: &mut super::Entry<V>, key: &[u8]) {
-        if !entry.dirty {
-            entry.dirty = true;
-            self.bytes.extend_from_slice(key);
-            self.ends.push(self.bytes.len());
-        }
-    }
-
-    /// The listed keys, in the order they were listed (each once: a key is listed when its
-    /// entry turns dirty).
+    /// The keys, in the order they were pushed.
     pub(super) fn iter(&self) -> impl Iterator<Item = &[u8]> {
         let mut start = 0;
         self.ends.iter().map(move |&end| {
@@ -35,10 +34,55 @@ impl DirtyKeys {
             key
         })
     }
+}
+
+/// The dirty entries' keys, each listed once per bundle: when its entry turns dirty.
+#[derive(Debug)]
+pub(super) struct DirtyKeys {
+    keys: KeyList,
+    /// The epoch entries dirtied since the last [`clear`](Self::clear) carry (never 0, the
+    /// epoch of an entry no bundle dirtied).
+    epoch: u64,
+}
+
+impl Default for DirtyKeys {
+    fn default() -> Self {
+        Self {
+            keys: KeyList::default(),
+            epoch: 1,
+        }
+    }
+}
+
+impl DirtyKeys {
+    /// Empties the list; every entry is clean from then on.
+    pub(super) fn clear(&mut self) {
+        self.keys.clear();
+        self.epoch += 1;
+    }
+
+    /// The epoch an entry dirtied now carries.
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Whether `entry` was dirtied since the last [`clear`](Self::clear) (commit writes it:
+    /// a put when live, else a delete).
+    pub(super) fn is_dirty<V>(&self, entry: &super::Entry<V>) -> bool {
+        entry.dirty_in == self.epoch
+    }
+
+    /// Marks `entry` dirty, listing `key` if it was not.
+    pub(super) fn mark<V>(&mut self, entry: &mut super::Entry<V>, key: &[u8]) {
+        if entry.dirty_in != self.epoch {
+            entry.dirty_in = self.epoch;
+            self.keys.push(key);
+        }
+    }
 
     /// The listed keys in ascending order.
     pub(super) fn sorted(&self) -> Vec<&[u8]> {
-        let mut keys: Vec<&[u8]> = self.iter().collect();
+        let mut keys: Vec<&[u8]> = self.keys.iter().collect();
         keys.sort_unstable();
         keys.dedup();
         keys

@@ -46,8 +46,9 @@ struct Entry<V> {
     /// Whether the entry is present (not removed, not cleared as expired).
     live: bool,
     last_access: i64,
-    /// Whether commit writes it (a put when live, else a delete).
-    dirty: bool,
+    /// The epoch of the bundle that last dirtied it (dirty while it is the current one,
+    /// [`DirtyKeys::is_dirty`]; 0: none).
+    dirty_in: u64,
     /// Bytes reserved from the pool for it.
     reserved: usize,
 }
@@ -58,7 +59,7 @@ impl<V> Entry<V> {
             value: None,
             live: false,
             last_access: 0,
-            dirty: false,
+            dirty_in: 0,
             reserved: 0,
         }
     }
@@ -68,7 +69,7 @@ impl<V> Entry<V> {
             value: Some(value),
             live: true,
             last_access,
-            dirty: false,
+            dirty_in: 0,
             reserved: 0,
         }
     }
@@ -360,8 +361,9 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.complete = false;
         self.hydrated.clear();
         let mut freed = 0;
+        let epoch = self.dirty.epoch();
         self.entries.retain(|_, entry| {
-            if entry.dirty {
+            if entry.dirty_in == epoch {
                 return true;
             }
             freed += entry.reserved;
@@ -383,19 +385,13 @@ impl<C: ValueCodec> RocksMapTable<C> {
     }
 
     /// After a successful commit of a complete table: the working set stays as the committed
-    /// state (removed entries leave it, the rest is clean) and the bundle closes.
-    fn keep_committed(&mut self) {
+    /// state (`removed`, the keys of the entries the commit deleted, leave it; the rest turns
+    /// clean with the dirty list's epoch, no search) and the bundle closes.
+    fn keep_committed(&mut self, removed: &dirty::KeyList) {
         let mut freed = 0;
-        // In listing order: nothing here depends on the order, so no second sort.
-        for key in self.dirty.iter() {
-            match self.entries.get_mut(key) {
-                Some(entry) if entry.live => entry.dirty = false,
-                Some(_) => {
-                    if let Some(entry) = self.entries.remove(key) {
-                        freed += entry.reserved;
-                    }
-                }
-                None => {}
+        for key in removed.iter() {
+            if let Some(entry) = self.entries.remove(key) {
+                freed += entry.reserved;
             }
         }
         self.reservation.shrink(freed);

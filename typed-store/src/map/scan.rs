@@ -230,14 +230,15 @@ impl<C: ValueCodec> RocksMapTable<C> {
             }
             _ => ControlFlow::Continue(()),
         };
+        // The near bound searched as a map key (its word-wise order, no `memcmp` calls).
         let _ = if direction == ScanDirection::Forward {
             self.entries
-                .range::<[u8], _>((lower, Bound::Unbounded))
+                .range::<InlineMapKey, _>((lower.map(InlineMapKey::from), Bound::Unbounded))
                 .take_while(|(k, _)| within(k.as_bytes(), upper, true))
                 .try_for_each(|(k, e)| step(k.as_bytes(), e))
         } else {
             self.entries
-                .range::<[u8], _>((Bound::Unbounded, upper))
+                .range::<InlineMapKey, _>((Bound::Unbounded, upper.map(InlineMapKey::from)))
                 .rev()
                 .take_while(|(k, _)| within(k.as_bytes(), lower, false))
                 .try_for_each(|(k, e)| step(k.as_bytes(), e))
