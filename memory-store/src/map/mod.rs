@@ -541,8 +541,8 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         };
         // One descent: a range open on the far side, cut at the far bound while iterating
         // (a two-sided range descends for both bounds; a scan of a prefix visits few
-        // entries beyond its first).
-        // The near bound searched as a map key (the word-wise order).
+        // entries beyond its first). The near bound is searched as a map key (its
+        // word-wise order).
         let (lower, upper) = bounds;
         let whole_prefix = matches!(range.end(), Bound::Unbounded);
         let _ = match direction {
