@@ -179,8 +179,9 @@ impl<const N: usize> PartialOrd for InlineBytes<N> {
 /// Lexicographic byte order (as `[u8]`'s), 8 bytes at a time as big-endian words, inline:
 /// a B-tree search compares its query with several keys per node, and map-table keys of one
 /// key group share their leading bytes (a length, a row header), where a `memcmp` call per
-/// comparison was the largest single cost of a join's state access. Query a map with an
-/// `InlineBytes` for this order; a `&[u8]` query compares with `[u8]`'s (the same order).
+/// comparison was the largest single cost of a join's state access. A map searched with a
+/// `&[u8]` compares with `[u8]`'s order instead (the same order, through `memcmp`);
+/// [`ByteKeyedMap`](crate::ByteKeyedMap) searches with byte keys in this one.
 impl<const N: usize> Ord for InlineBytes<N> {
     #[inline]
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {

@@ -108,6 +108,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 mod bundle;
+mod byte_keyed;
 mod codec;
 mod context;
 mod error;
@@ -134,6 +135,7 @@ mod validate;
 pub mod conformance;
 
 pub use bundle::BundlePhase;
+pub use byte_keyed::ByteKeyedMap;
 pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};

@@ -18,9 +18,9 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
-    BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, Result,
-    ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead, UserKeyRange,
-    ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
+    BundlePhase, ByteKeyedMap, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation,
+    Result, ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
+    UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
     full_key_bounds_in, key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read,
     ttl_scan_visible,
 };
@@ -280,9 +280,8 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             scratch,
             ..
         } = self;
-        // Searched as a map key: the word-wise order, no `memcmp` call per comparison.
-        let key = MapKey::from(map_entry_key(scratch, prefix, user_key));
-        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(&key)) else {
+        let key = map_entry_key(scratch, prefix, user_key);
+        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_bytes_mut(key)) else {
             return Ok(None);
         };
         if !entry.live {
@@ -291,7 +290,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         let read = ttl_read(ttl.as_ref(), entry.last_access, now);
         if read.clears() {
             entry.live = false;
-            buried.push((index, key));
+            buried.push((index, key.into()));
             mark_dirty(entry, *epoch, dirty_in_bundle);
         } else if read == TtlRead::LiveRefresh {
             entry.last_access = now;
@@ -371,8 +370,8 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             scratch,
             ..
         } = self;
-        let key = MapKey::from(map_entry_key(scratch, prefix, user_key));
-        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(&key)) else {
+        let key = map_entry_key(scratch, prefix, user_key);
+        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_bytes_mut(key)) else {
             return Ok(None);
         };
         if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
@@ -453,12 +452,12 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             scratch,
             ..
         } = self;
-        let key = MapKey::from(map_entry_key(scratch, prefix, user_key));
-        if let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(&key))
+        let key = map_entry_key(scratch, prefix, user_key);
+        if let Some(entry) = groups.get_mut(index).and_then(|g| g.get_bytes_mut(key))
             && entry.live
         {
             entry.live = false;
-            buried.push((index, key));
+            buried.push((index, key.into()));
             mark_dirty(entry, *epoch, dirty_in_bundle);
         }
         Ok(())
@@ -490,7 +489,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         };
         let bounds = full_key_bounds_in(scratch, prefix, range);
         let mut removed = 0;
-        for (key, entry) in group.range_mut::<[u8], _>(bounds) {
+        for (key, entry) in group.range_bytes_mut(bounds) {
             if !entry.live {
                 continue;
             }
@@ -541,23 +540,22 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         };
         // One descent: a range open on the far side, cut at the far bound while iterating
         // (a two-sided range descends for both bounds; a scan of a prefix visits few
-        // entries beyond its first). The near bound is searched as a map key (its
-        // word-wise order).
+        // entries beyond its first).
         let (lower, upper) = bounds;
         let whole_prefix = matches!(range.end(), Bound::Unbounded);
         let _ = match direction {
             // Up to the prefix's end: the keys after the lower bound inside the prefix are
             // exactly those that start with it.
             ScanDirection::Forward if whole_prefix => group
-                .range::<MapKey, _>((lower.map(MapKey::from), Bound::Unbounded))
+                .range_bytes((lower, Bound::Unbounded))
                 .take_while(|(k, _)| starts_with(k.as_bytes(), prefix))
                 .try_for_each(|(k, e)| step(k.as_bytes(), e)),
             ScanDirection::Forward => group
-                .range::<MapKey, _>((lower.map(MapKey::from), Bound::Unbounded))
+                .range_bytes((lower, Bound::Unbounded))
                 .take_while(|(k, _)| below(k.as_bytes(), upper))
                 .try_for_each(|(k, e)| step(k.as_bytes(), e)),
             ScanDirection::Reverse => group
-                .range::<MapKey, _>((Bound::Unbounded, upper.map(MapKey::from)))
+                .range_bytes((Bound::Unbounded, upper))
                 .rev()
                 .take_while(|(k, _)| above(k.as_bytes(), lower))
                 .try_for_each(|(k, e)| step(k.as_bytes(), e)),

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::WriteBatch;
 use state_api::{
-    InlineMapKey, MapHydration, MapTable, Result, ScanDirection, SweepProgress, TableStats,
-    TtlRead, UserKeyRange, ValueCodec, ttl_read, ttl_scan_visible,
+    ByteKeyedMap, InlineMapKey, MapHydration, MapTable, Result, ScanDirection, SweepProgress,
+    TableStats, TtlRead, UserKeyRange, ValueCodec, ttl_read, ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -67,10 +67,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.resident()?;
         let now = self.now();
         let ttl = self.ttl;
-        let Some(entry) = self
-            .entries
-            .get_mut(&InlineMapKey::from(self.scratch.as_slice()))
-        else {
+        let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice()) else {
             return Ok(None);
         };
         if !entry.live {
@@ -150,7 +147,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.set_keys(key_group, prefix, user_key);
         self.resident()?;
         let mut freed = 0;
-        if let Some(entry) = self.entries.get_mut(self.scratch.as_slice())
+        if let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice())
             && entry.live
         {
             entry.live = false;
@@ -195,7 +192,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let mut overlay_deleted = 0;
         for (key, entry) in self
             .entries
-            .range_mut::<[u8], _>((Bound::Included(lo.as_slice()), upper))
+            .range_bytes_mut((Bound::Included(lo.as_slice()), upper))
         {
             if !entry.live {
                 continue;
@@ -256,6 +253,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.check_bundle("commit_bundle", true)?;
         let mut written = 0_u64;
         // The keys of the entries this commit deletes (they leave a complete working set).
+        let complete = self.complete;
         let mut removed = KeyList::default();
         {
             let st = self.shared.read();
@@ -263,11 +261,11 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             // The changed entries in key order: from the dirty list when the working set holds
             // every entry (a complete table), else from the bundle's working set itself.
             let dirty = &self.dirty;
-            let changed: Vec<(&[u8], &Entry<C::Value>)> = if self.complete {
+            let changed: Vec<(&[u8], &Entry<C::Value>)> = if complete {
                 dirty
                     .sorted()
                     .into_iter()
-                    .filter_map(|key| self.entries.get_key_value(&InlineMapKey::from(key)))
+                    .filter_map(|key| self.entries.get_bytes_key_value(key))
                     .map(|(key, entry)| (key.as_bytes(), entry))
                     .filter(|(_, entry)| dirty.is_dirty(entry))
                     .collect()
@@ -309,7 +307,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                         batch.put_cf(&cf, key, bytes);
                     }
                 } else {
-                    if !entry.live {
+                    if complete && !entry.live {
                         removed.push(key);
                     }
                     if !covered(key) {
@@ -411,8 +409,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
             dirty,
             ..
         } = self;
-        // Searched as a map key: the word-wise order, no `memcmp` call per comparison.
-        let Some(entry) = entries.get_mut(&InlineMapKey::from(scratch.as_slice())) else {
+        let Some(entry) = entries.get_bytes_mut(scratch.as_slice()) else {
             return Ok(Found::Invisible { reserved: 0 });
         };
         // Visible as a scan sees it (memory-store's rule): an expired entry only under
@@ -449,7 +446,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
             let was_dirty = std::mem::replace(&mut entry.dirty_in, dirty.epoch());
             self.drop_clean_entries();
             if let Err(e) = self.reservation.try_grow(growth) {
-                if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
+                if let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice()) {
                     if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
                         *value = backup;
                     }
@@ -458,7 +455,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 return Err(e);
             }
         }
-        if let Some(entry) = self.entries.get_mut(self.scratch.as_slice()) {
+        if let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice()) {
             entry.reserved += growth;
             entry.last_access = now;
             self.dirty.mark(entry, &self.scratch);

@@ -24,8 +24,8 @@ use std::sync::atomic::Ordering;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, Clock, InlineMapKey, MapStateStore, MemoryReservation, Result, StoreConfig,
-    TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, ByteKeyedMap, Clock, InlineMapKey, MapStateStore, MemoryReservation, Result,
+    StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
 };
 
 use crate::error::rocks_api;
@@ -292,7 +292,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn resident(&mut self) -> Result<()> {
         // The prefix first: a complete table answers without a search.
         if self.prefix_resident(self.prefix_scratch.as_slice())
-            || self.entries.contains_key(self.scratch.as_slice())
+            || self.entries.contains_bytes(self.scratch.as_slice())
         {
             return Ok(());
         }
@@ -327,7 +327,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// Bytes the entry in `scratch` holds from the pool (0 when absent).
     fn scratch_reserved(&self) -> usize {
         self.entries
-            .get(self.scratch.as_slice())
+            .get_bytes(self.scratch.as_slice())
             .map_or(0, |e| e.reserved)
     }
 
@@ -390,7 +390,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn keep_committed(&mut self, removed: &dirty::KeyList) {
         let mut freed = 0;
         for key in removed.iter() {
-            if let Some(entry) = self.entries.remove(key) {
+            if let Some(entry) = self.entries.remove_bytes(key) {
                 freed += entry.reserved;
             }
         }

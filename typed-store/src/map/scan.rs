@@ -6,7 +6,7 @@ use std::ops::{Bound, ControlFlow};
 
 use rocksdb::ReadOptions;
 use state_api::{
-    InlineMapKey, Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds,
+    ByteKeyedMap, InlineMapKey, Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds,
     full_key_bounds_in, ttl_scan_visible,
 };
 
@@ -138,7 +138,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         let upper = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let in_range = self
             .entries
-            .range::<[u8], _>((Bound::Included(lo.as_slice()), upper));
+            .range_bytes((Bound::Included(lo.as_slice()), upper));
         let ordered: OverlayIter<'_, C::Value> = if forward {
             OverlayIter::Forward(in_range)
         } else {
@@ -169,7 +169,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 let Some((key, value)) = iter.item() else {
                     break;
                 };
-                let shadowed = self.entries.contains_key(key);
+                let shadowed = self.entries.contains_bytes(key);
                 let shown = split_value(value)
                     .is_none_or(|(ts, _)| ttl_scan_visible(ttl.as_ref(), ts, now));
                 if !shadowed && shown {
@@ -230,15 +230,14 @@ impl<C: ValueCodec> RocksMapTable<C> {
             }
             _ => ControlFlow::Continue(()),
         };
-        // The near bound searched as a map key (its word-wise order, no `memcmp` calls).
         let _ = if direction == ScanDirection::Forward {
             self.entries
-                .range::<InlineMapKey, _>((lower.map(InlineMapKey::from), Bound::Unbounded))
+                .range_bytes((lower, Bound::Unbounded))
                 .take_while(|(k, _)| within(k.as_bytes(), upper, true))
                 .try_for_each(|(k, e)| step(k.as_bytes(), e))
         } else {
             self.entries
-                .range::<InlineMapKey, _>((Bound::Unbounded, upper.map(InlineMapKey::from)))
+                .range_bytes((Bound::Unbounded, upper))
                 .rev()
                 .take_while(|(k, _)| within(k.as_bytes(), lower, false))
                 .try_for_each(|(k, e)| step(k.as_bytes(), e))
@@ -263,7 +262,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         iter.seek(lo);
         let mut out = Vec::new();
         while let Some((key, value)) = iter.item() {
-            if !self.entries.contains_key(key) {
+            if !self.entries.contains_bytes(key) {
                 let ts = split_value(value).map_or(0, |(ts, _)| ts);
                 out.push((key.to_vec(), ts));
             }
