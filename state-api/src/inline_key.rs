@@ -192,7 +192,7 @@ impl<const N: usize> Ord for InlineBytes<N> {
 /// `a.cmp(b)` for byte slices, a big-endian word at a time, then the tail bytes, then the
 /// lengths (a proper prefix sorts first).
 #[inline]
-fn cmp_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+pub(crate) fn cmp_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let common = a.len().min(b.len());
     let mut at = 0;
     while at + 8 <= common {

@@ -118,6 +118,7 @@ mod key_groups;
 mod map;
 mod memory;
 mod prefetch;
+mod prefix_map;
 mod registry;
 mod row;
 mod snapshot;
@@ -150,6 +151,9 @@ pub use map::{
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use prefetch::{BundlePrefetch, PREFETCH_AHEAD};
+pub use prefix_map::{
+    PrefixEntry, PrefixMap, PrefixRange, PrefixRangeMut, SMALL_BUCKET_MAX, VacantPrefixEntry,
+};
 pub use registry::TableRegistry;
 pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};
 pub use snapshot::{

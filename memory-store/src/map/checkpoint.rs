@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use state_api::{CanonicalTable, MemoryReservation, Result, ValueCodec};
 
-use super::{Entry, MapCore, MapKey, Staged, entry_size};
+use super::{Entry, MapCore, MapKey, Staged, restored_entry_charge};
 use crate::native::{NativePart, NativeTable, RowsPart};
 
 /// The kind name of a map table in a native snapshot.
@@ -12,21 +12,15 @@ const KIND: &str = "map";
 
 impl<C: ValueCodec> NativeTable for MapCore<C> {
     fn native_part(&self) -> Box<dyn NativePart> {
-        let rows = self
-            .groups
-            .iter()
-            .enumerate()
-            .flat_map(|(index, group)| {
-                group.iter().filter(|(_, e)| e.live).map(move |(k, e)| {
-                    (
-                        index,
-                        Box::from(k.as_bytes()),
-                        e.last_access,
-                        e.value.clone(),
-                    )
-                })
-            })
-            .collect();
+        let mut rows = Vec::new();
+        for (index, group) in self.groups.iter().enumerate() {
+            group.for_each_ordered(|head, tail, e| {
+                if e.live {
+                    let key: Box<[u8]> = [head, tail].concat().into();
+                    rows.push((index, key, e.last_access, e.value.clone()));
+                }
+            });
+        }
         RowsPart::boxed(KIND, &self.schema, rows)
     }
 
@@ -40,12 +34,14 @@ impl<C: ValueCodec> NativeTable for MapCore<C> {
         if let Some(part) = part {
             let part = RowsPart::<C::Value>::of(table, part, KIND, &self.schema)?;
             for (index, key, last_access, value) in &part.rows {
-                staged.reservation.try_grow(entry_size::<C::Value>(
-                    key.len(),
-                    self.codec.heap_size(value),
-                ))?;
+                staged
+                    .reservation
+                    .try_grow(restored_entry_charge::<C::Value>(
+                        key.len(),
+                        self.codec.heap_size(value),
+                    ))?;
                 if let Some(group) = staged.groups.get_mut(*index) {
-                    group.insert(
+                    group.insert_unsplit(
                         MapKey::from(&key[..]),
                         Entry {
                             value: value.clone(),

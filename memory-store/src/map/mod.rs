@@ -1,34 +1,34 @@
-//! The in-memory map table: one ordered map per key group over full entry keys
-//! `prefix ‖ user key`. The handle operators hold is in `handle.rs`, the share of the
-//! store's native snapshot in `checkpoint.rs`; the core (entries and bundle operations) here.
+//! The in-memory map table: per key group, a [`PrefixMap`] of entries (a hash index of the
+//! prefixes in use, each prefix's entries ordered by user key). The handle operators hold
+//! is in `handle.rs`, the share of the store's native snapshot in `checkpoint.rs`; the core
+//! (entries and bundle operations) here.
 
 mod checkpoint;
 mod handle;
 
 pub use handle::MemoryMapTable;
-// Entry keys `prefix ‖ user key`, inline up to 54 bytes (its docs say why inline).
+// Full entry keys `prefix ‖ user key` (removed entries until commit), inline up to 54 bytes.
 use state_api::InlineMapKey as MapKey;
 
-use std::collections::{BTreeMap, btree_map};
 use std::mem::size_of;
-use std::ops::{Bound, ControlFlow};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
-    BundlePhase, ByteKeyedMap, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation,
-    Result, ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
+    BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, PrefixEntry,
+    PrefixMap, Result, ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
     UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
-    full_key_bounds_in, key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read,
-    ttl_scan_visible,
+    key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read, ttl_scan_visible,
 };
 
 use crate::in_place::{reserve_replacement, update_in_place};
 
-/// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (B-tree
-/// node slack and pointers).
+/// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (the
+/// slack of its prefix's vector or B-tree node). Each prefix in use is charged
+/// [`PrefixMap::PREFIX_BYTES`] besides.
 const ENTRY_OVERHEAD: usize = 32;
 
 #[derive(Debug, Clone)]
@@ -41,7 +41,18 @@ struct Entry<V> {
     dirty_epoch: u64,
 }
 
-type Group<V> = BTreeMap<MapKey, Entry<V>>;
+type Group<V> = PrefixMap<Entry<V>>;
+
+/// Bytes charged per prefix in use (and per restored entry until its prefix is named).
+const fn prefix_bytes<V>() -> usize {
+    PrefixMap::<Entry<V>>::PREFIX_BYTES
+}
+
+/// An entry by its full key's two parts (`head ‖ tail`, see [`PrefixMap::for_each_ordered`]).
+type SplitEntry<'a, V> = (&'a [u8], &'a [u8], &'a Entry<V>);
+
+/// An entry removed in the open bundle: its group, the length of its prefix, its full key.
+type Buried = (usize, usize, MapKey);
 
 fn entry_size<V>(key_len: usize, heap: usize) -> usize {
     MapKey::heap_bytes(key_len)
@@ -57,7 +68,7 @@ struct Staged<V> {
     reservation: MemoryReservation,
 }
 
-/// The state of a [`MemoryMapTable`]: one `BTreeMap` per key group of decoded entries, the
+/// The state of a [`MemoryMapTable`]: one [`PrefixMap`] per key group of decoded entries, the
 /// bundle phase and the counters (the handle's docs describe the behaviour).
 #[derive(Debug)]
 pub(crate) struct MapCore<C: ValueCodec> {
@@ -69,7 +80,7 @@ pub(crate) struct MapCore<C: ValueCodec> {
     max_parallelism: MaxParallelism,
     clock: Arc<dyn Clock>,
     groups: Vec<Group<C::Value>>,
-    buried: Vec<(usize, MapKey)>,
+    buried: Vec<Buried>,
     reservation: MemoryReservation,
     bounded_pool: bool,
     bundle: BundlePhase,
@@ -94,7 +105,7 @@ impl<C: ValueCodec> MapCore<C> {
             key_groups,
             max_parallelism: config.max_parallelism(),
             clock: Arc::clone(config.clock()),
-            groups: (0..key_groups.len()).map(|_| BTreeMap::new()).collect(),
+            groups: (0..key_groups.len()).map(|_| PrefixMap::new()).collect(),
             buried: Vec::new(),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             bounded_pool: config.memory_pool().capacity().is_some(),
@@ -145,7 +156,7 @@ impl<C: ValueCodec> MapCore<C> {
 
     fn empty_groups(&self) -> Vec<Group<C::Value>> {
         (0..self.key_groups.len())
-            .map(|_| BTreeMap::new())
+            .map(|_| PrefixMap::new())
             .collect()
     }
 
@@ -160,7 +171,7 @@ impl<C: ValueCodec> MapCore<C> {
         let scanned = group.len() as u64;
         let mut removed = 0;
         let mut bytes = 0;
-        group.retain(|key, entry| {
+        group.retain(|head, tail, entry| {
             if removed >= limit {
                 return true;
             }
@@ -170,51 +181,33 @@ impl<C: ValueCodec> MapCore<C> {
                 return true;
             }
             removed += 1;
-            bytes += entry_size::<C::Value>(key.len(), codec.heap_size(&entry.value));
+            bytes += entry_size::<C::Value>(head.len() + tail.len(), codec.heap_size(&entry.value));
             false
         });
+        bytes += group.take_released();
         self.reservation.shrink(bytes);
         (removed, scanned)
     }
 }
 
-/// Whether `key` starts with `prefix`, comparing the prefix's last 8 bytes first: keys of
-/// one key group share their leading bytes (a length, a row header), so the first key past
-/// a prefix usually differs near the prefix's end.
-fn starts_with(key: &[u8], prefix: &[u8]) -> bool {
-    let n = prefix.len();
-    if key.len() < n {
-        return false;
-    }
-    if n >= 8 {
-        let tail = |b: &[u8]| {
-            b.get(n - 8..n)
-                .and_then(|t| <[u8; 8]>::try_from(t).ok())
-                .map(u64::from_ne_bytes)
-        };
-        if tail(key) != tail(prefix) {
-            return false;
-        }
-    }
-    key.get(..n) == Some(prefix)
+/// What an inserted entry charges: its size, and its prefix's when it opens one.
+fn new_entry_charge<V>(key_len: usize, heap: usize, opens_prefix: bool) -> usize {
+    entry_size::<V>(key_len, heap) + if opens_prefix { prefix_bytes::<V>() } else { 0 }
 }
 
-/// Whether `key` is inside the upper bound `upper`.
-fn below(key: &[u8], upper: Bound<&[u8]>) -> bool {
-    match upper {
-        Bound::Included(u) => key <= u,
-        Bound::Excluded(u) => key < u,
-        Bound::Unbounded => true,
-    }
+/// What a restored entry charges until its prefix is named: its size and a prefix (the
+/// surplus is given back when entries join one prefix, [`PrefixMap::take_released`]).
+fn restored_entry_charge<V>(key_len: usize, heap: usize) -> usize {
+    entry_size::<V>(key_len, heap) + prefix_bytes::<V>()
 }
 
-/// Whether `key` is inside the lower bound `lower`.
-fn above(key: &[u8], lower: Bound<&[u8]>) -> bool {
-    match lower {
-        Bound::Included(l) => key >= l,
-        Bound::Excluded(l) => key > l,
-        Bound::Unbounded => true,
-    }
+/// The record of an entry removed in the bundle (purged at commit).
+fn bury(scratch: &mut Vec<u8>, index: usize, prefix: &[u8], user_key: &[u8]) -> Buried {
+    (
+        index,
+        prefix.len(),
+        MapKey::from(map_entry_key(scratch, prefix, user_key)),
+    )
 }
 
 fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
@@ -280,8 +273,10 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             scratch,
             ..
         } = self;
-        let key = map_entry_key(scratch, prefix, user_key);
-        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_bytes_mut(key)) else {
+        let Some(entry) = groups
+            .get_mut(index)
+            .and_then(|g| g.get_mut(prefix, user_key))
+        else {
             return Ok(None);
         };
         if !entry.live {
@@ -290,7 +285,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         let read = ttl_read(ttl.as_ref(), entry.last_access, now);
         if read.clears() {
             entry.live = false;
-            buried.push((index, key.into()));
+            buried.push(bury(scratch, index, prefix, user_key));
             mark_dirty(entry, *epoch, dirty_in_bundle);
         } else if read == TtlRead::LiveRefresh {
             entry.last_access = now;
@@ -319,24 +314,25 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             epoch,
             dirty_in_bundle,
             reservation,
-            scratch,
             ..
         } = self;
-        let key = map_entry_key(scratch, prefix, user_key);
         let Some(group) = groups.get_mut(index) else {
             return Ok(());
         };
-        // One search for both cases (the key is built before it, inline when short).
-        let key_len = key.len();
-        match group.entry(key.into()) {
-            btree_map::Entry::Occupied(mut occupied) => {
-                let entry = occupied.get_mut();
+        // One search for both cases.
+        let key_len = prefix.len() + user_key.len();
+        match group.entry(prefix, user_key) {
+            PrefixEntry::Occupied(entry) => {
                 overwrite(codec, reservation, entry, value)?;
                 entry.last_access = now;
                 mark_dirty(entry, *epoch, dirty_in_bundle);
             }
-            btree_map::Entry::Vacant(vacant) => {
-                reservation.try_grow(entry_size::<C::Value>(key_len, new_heap))?;
+            PrefixEntry::Vacant(vacant) => {
+                reservation.try_grow(new_entry_charge::<C::Value>(
+                    key_len,
+                    new_heap,
+                    vacant.opens_prefix(),
+                ))?;
                 vacant.insert(Entry {
                     value,
                     last_access: now,
@@ -367,11 +363,12 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             dirty_in_bundle,
             reservation,
             bounded_pool,
-            scratch,
             ..
         } = self;
-        let key = map_entry_key(scratch, prefix, user_key);
-        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_bytes_mut(key)) else {
+        let Some(entry) = groups
+            .get_mut(index)
+            .and_then(|g| g.get_mut(prefix, user_key))
+        else {
             return Ok(None);
         };
         if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
@@ -404,17 +401,14 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             dirty_in_bundle,
             reservation,
             bounded_pool,
-            scratch,
             ..
         } = self;
-        let key = map_entry_key(scratch, prefix, user_key);
         let Some(group) = groups.get_mut(index) else {
             return Ok(false);
         };
-        let key_len = key.len();
-        let updated = match group.entry(key.into()) {
-            btree_map::Entry::Occupied(mut occupied) => {
-                let entry = occupied.get_mut();
+        let key_len = prefix.len() + user_key.len();
+        let updated = match group.entry(prefix, user_key) {
+            PrefixEntry::Occupied(entry) => {
                 let visible = entry.live && ttl_scan_visible(ttl.as_ref(), entry.last_access, now);
                 if visible {
                     update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
@@ -425,9 +419,13 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
                 mark_dirty(entry, *epoch, dirty_in_bundle);
                 visible
             }
-            btree_map::Entry::Vacant(vacant) => {
+            PrefixEntry::Vacant(vacant) => {
                 let value = insert();
-                reservation.try_grow(entry_size::<C::Value>(key_len, codec.heap_size(&value)))?;
+                reservation.try_grow(new_entry_charge::<C::Value>(
+                    key_len,
+                    codec.heap_size(&value),
+                    vacant.opens_prefix(),
+                ))?;
                 vacant.insert(Entry {
                     value,
                     last_access: now,
@@ -452,12 +450,13 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             scratch,
             ..
         } = self;
-        let key = map_entry_key(scratch, prefix, user_key);
-        if let Some(entry) = groups.get_mut(index).and_then(|g| g.get_bytes_mut(key))
+        if let Some(entry) = groups
+            .get_mut(index)
+            .and_then(|g| g.get_mut(prefix, user_key))
             && entry.live
         {
             entry.live = false;
-            buried.push((index, key.into()));
+            buried.push(bury(scratch, index, prefix, user_key));
             mark_dirty(entry, *epoch, dirty_in_bundle);
         }
         Ok(())
@@ -487,9 +486,8 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         let Some(group) = groups.get_mut(index) else {
             return Ok(0);
         };
-        let bounds = full_key_bounds_in(scratch, prefix, range);
         let mut removed = 0;
-        for (key, entry) in group.range_bytes_mut(bounds) {
+        for (user_key, entry) in group.range_mut(prefix, (range.start(), range.end())) {
             if !entry.live {
                 continue;
             }
@@ -497,7 +495,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
                 removed += 1;
             }
             entry.live = false;
-            buried.push((index, key.clone()));
+            buried.push(bury(scratch, index, prefix, user_key.as_bytes()));
             mark_dirty(entry, *epoch, dirty_in_bundle);
         }
         Ok(removed)
@@ -521,44 +519,23 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         }
         let now = self.now();
         let ttl = self.ttl;
-        let Self {
-            groups, scratch, ..
-        } = self;
-        let Some(group) = groups.get(index) else {
+        let Some(group) = self.groups.get_mut(index) else {
             return Ok(());
         };
-        // Bounds in the table's scratch buffer: a scan allocates nothing.
-        let bounds = full_key_bounds_in(scratch, prefix, range);
-        let skip = prefix.len();
-        let mut step = |key: &[u8], entry: &Entry<C::Value>| {
+        let mut step = |user_key: &[u8], entry: &Entry<C::Value>| {
             if !entry.live
                 || (ttl.is_some() && !ttl_scan_visible(ttl.as_ref(), entry.last_access, now))
             {
                 return ControlFlow::Continue(());
             }
-            visit(key.get(skip..).unwrap_or_default(), &entry.value)
+            visit(user_key, &entry.value)
         };
-        // One descent: a range open on the far side, cut at the far bound while iterating
-        // (a two-sided range descends for both bounds; a scan of a prefix visits few
-        // entries beyond its first).
-        let (lower, upper) = bounds;
-        let whole_prefix = matches!(range.end(), Bound::Unbounded);
+        let entries = group.range(prefix, (range.start(), range.end()));
         let _ = match direction {
-            // Up to the prefix's end: the keys after the lower bound inside the prefix are
-            // exactly those that start with it.
-            ScanDirection::Forward if whole_prefix => group
-                .range_bytes((lower, Bound::Unbounded))
-                .take_while(|(k, _)| starts_with(k.as_bytes(), prefix))
+            ScanDirection::Forward => entries
+                .into_iter()
                 .try_for_each(|(k, e)| step(k.as_bytes(), e)),
-            ScanDirection::Forward => group
-                .range_bytes((lower, Bound::Unbounded))
-                .take_while(|(k, _)| below(k.as_bytes(), upper))
-                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
-            ScanDirection::Reverse => group
-                .range_bytes((Bound::Unbounded, upper))
-                .rev()
-                .take_while(|(k, _)| above(k.as_bytes(), lower))
-                .try_for_each(|(k, e)| step(k.as_bytes(), e)),
+            ScanDirection::Reverse => entries.rev().try_for_each(|(k, e)| step(k.as_bytes(), e)),
         };
         Ok(())
     }
@@ -566,16 +543,23 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
     fn commit_bundle(&mut self) -> Result<()> {
         self.bundle.require_open("commit_bundle")?;
         let mut bytes = 0;
-        for (index, key) in std::mem::take(&mut self.buried) {
+        for (index, split, key) in std::mem::take(&mut self.buried) {
             let Some(group) = self.groups.get_mut(index) else {
                 continue;
             };
-            if group.get(&key).is_some_and(|e| !e.live)
-                && let Some(entry) = group.remove(&key)
+            let (prefix, user_key) = key.as_bytes().split_at_checked(split).unwrap_or_default();
+            if group.get_mut(prefix, user_key).is_some_and(|e| !e.live)
+                && let Some(entry) = group.remove(prefix, user_key)
             {
                 bytes += entry_size::<C::Value>(key.len(), self.codec.heap_size(&entry.value));
             }
         }
+        // Prefixes emptied, restored entries that joined a prefix.
+        bytes += self
+            .groups
+            .iter_mut()
+            .map(PrefixMap::take_released)
+            .sum::<usize>();
         self.reservation.shrink(bytes);
         self.stats.written_keys += self.dirty_in_bundle;
         self.stats.bundles += 1;
@@ -644,18 +628,35 @@ impl<C: ValueCodec> CanonicalTable for MapCore<C> {
         };
         let now = self.ttl.map(|_| self.clock.now_millis());
         let mut scratch = MemoryReservation::new(Arc::clone(self.reservation.pool()));
-        scratch.try_grow(group.len() * size_of::<(&[u8], i64, &C::Value)>())?;
-        // Already in key order: the B-tree is ordered by the full entry key.
-        let rows: Vec<(&[u8], i64, &C::Value)> = group
-            .iter()
-            .filter(|(_, e)| {
-                e.live && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now))
-            })
-            .map(|(k, e)| (k.as_bytes(), e.last_access, &e.value))
-            .collect();
-        if rows.is_empty() {
+        scratch.try_grow(group.len() * size_of::<SplitEntry<'_, C::Value>>())?;
+        // In full-key order; the full keys are put together in one buffer.
+        let mut exported: Vec<SplitEntry<'_, C::Value>> = Vec::new();
+        let mut key_bytes = 0;
+        group.for_each_ordered(|head, tail, e| {
+            if e.live && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now)) {
+                key_bytes += head.len() + tail.len();
+                exported.push((head, tail, e));
+            }
+        });
+        if exported.is_empty() {
             return Ok(None);
         }
+        scratch.try_grow(key_bytes + exported.len() * size_of::<(&[u8], i64, &C::Value)>())?;
+        let mut keys = Vec::with_capacity(key_bytes);
+        for (head, tail, _) in &exported {
+            keys.extend_from_slice(head);
+            keys.extend_from_slice(tail);
+        }
+        let mut at = 0;
+        let rows: Vec<(&[u8], i64, &C::Value)> = exported
+            .iter()
+            .map(|(head, tail, e)| {
+                let len = head.len() + tail.len();
+                let key = keys.get(at..at + len).unwrap_or_default();
+                at += len;
+                (key, e.last_access, &e.value)
+            })
+            .collect();
         encode_canonical_batch(&self.schema, &self.codec, &rows).map(Some)
     }
 
@@ -679,11 +680,13 @@ impl<C: ValueCodec> CanonicalTable for MapCore<C> {
                 .zip(decoded.values)
             {
                 let key = key.unwrap_or_default();
-                staged.reservation.try_grow(entry_size::<C::Value>(
-                    key.len(),
-                    self.codec.heap_size(&value),
-                ))?;
-                group.insert(
+                staged
+                    .reservation
+                    .try_grow(restored_entry_charge::<C::Value>(
+                        key.len(),
+                        self.codec.heap_size(&value),
+                    ))?;
+                group.insert_unsplit(
                     key.into(),
                     Entry {
                         value,
@@ -725,6 +728,8 @@ impl<C: ValueCodec> CanonicalTable for MapCore<C> {
 #[cfg(test)]
 mod tests {
     use keygroup::MaxParallelism;
+    use std::ops::Bound;
+
     use state_api::{BoundedMemoryPool, I64Codec, ManualClock, MemoryPool};
 
     use super::*;
@@ -736,22 +741,6 @@ mod tests {
             .with_memory_pool(pool)
             .with_clock(Arc::new(ManualClock::new(0)));
         MapCore::new("m", I64Codec, None, &config)
-    }
-
-    #[test]
-    fn prefix_check_compares_tails_and_whole_prefixes() {
-        let prefix = b"0123456789abcdef";
-        assert!(starts_with(b"0123456789abcdefXYZ", prefix));
-        assert!(starts_with(prefix, prefix));
-        assert!(!starts_with(b"0123456789abcdeg", prefix));
-        assert!(
-            !starts_with(b"1123456789abcdef", prefix),
-            "same tail, other head"
-        );
-        assert!(!starts_with(b"0123", prefix));
-        assert!(starts_with(b"abc", b"ab"));
-        assert!(!starts_with(b"acb", b"ab"));
-        assert!(starts_with(b"", b""));
     }
 
     #[test]
@@ -792,6 +781,59 @@ mod tests {
         let rev_mid: Vec<_> = all[1..3].iter().rev().cloned().collect();
         assert_eq!(collect(&mut t, mid, ScanDirection::Reverse), rev_mid);
         t.commit_bundle().unwrap();
+    }
+
+    #[test]
+    fn restored_entries_join_their_prefixes_and_release_every_charge() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        let kg = KeyGroup::new(1).unwrap();
+        t.begin_bundle(MapHydration::none()).unwrap();
+        for p in [&b"pa"[..], b"pb"] {
+            for u in 0..4_u8 {
+                t.put(kg, p, &[u], i64::from(u)).unwrap();
+            }
+        }
+        t.commit_bundle().unwrap();
+        let batch = t.export_key_group(kg).unwrap().unwrap();
+        let mut r = table(Arc::clone(&pool));
+        r.stage_restore(vec![(kg, batch.clone())]).unwrap();
+        r.commit_restore();
+        drop(t);
+        // Restored entries wait unsplit, each charged a prefix.
+        let restored = pool.used();
+        r.begin_bundle(MapHydration::none()).unwrap();
+        assert_eq!(r.get(kg, b"pb", &[2]).unwrap(), Some(&2));
+        let mut seen = Vec::new();
+        r.scan(
+            kg,
+            b"pa",
+            UserKeyRange::all(),
+            ScanDirection::Reverse,
+            &mut |k: &[u8], v: &i64| {
+                seen.push((k.to_vec(), *v));
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            seen,
+            (0..4_u8)
+                .rev()
+                .map(|u| (vec![u], i64::from(u)))
+                .collect::<Vec<_>>()
+        );
+        r.commit_bundle().unwrap();
+        // Two prefixes of four entries: six prefix charges given back.
+        assert_eq!(restored - pool.used(), 6 * prefix_bytes::<i64>());
+        // The export is the same rows in the same order.
+        assert_eq!(r.export_key_group(kg).unwrap().unwrap(), batch);
+        r.begin_bundle(MapHydration::none()).unwrap();
+        for p in [&b"pa"[..], b"pb"] {
+            assert_eq!(r.remove_range(kg, p, UserKeyRange::all()).unwrap(), 4);
+        }
+        r.commit_bundle().unwrap();
+        assert_eq!(pool.used(), 0);
     }
 
     #[test]
