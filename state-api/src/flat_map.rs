@@ -370,22 +370,32 @@ impl<V> FlatMap<V> {
             return;
         };
         if let Some(home) = self.slots.get(Self::home(hash, mask)) {
-            let start: *const u8 = std::ptr::from_ref(home).cast();
             // Exactly the lines the home slot spans (two or three for an 80-byte slot, not
-            // always three). The pointers are only computed, never dereferenced.
-            let offset = start.addr() % CACHE_LINE;
-            let mut line = start.wrapping_sub(offset);
-            let end = start.wrapping_add(size_of::<Option<Slot<V>>>());
-            while line < end {
-                prefetch_line(line);
-                line = line.wrapping_add(CACHE_LINE);
-            }
+            // always three).
+            prefetch_bytes(
+                std::ptr::from_ref(home).cast(),
+                size_of::<Option<Slot<V>>>(),
+                usize::MAX,
+            );
         }
     }
 }
 
 /// Bytes per cache line (`x86_64`).
 const CACHE_LINE: usize = 64;
+
+/// Prefetches the lines of `bytes` bytes from `start`, at most `max_lines` of them (a hint:
+/// the pointers are only computed, never dereferenced).
+#[inline]
+pub(crate) fn prefetch_bytes(start: *const u8, bytes: usize, max_lines: usize) {
+    let offset = start.addr() % CACHE_LINE;
+    let mut line = start.wrapping_sub(offset);
+    let lines = (offset + bytes).div_ceil(CACHE_LINE).min(max_lines);
+    for _ in 0..lines {
+        prefetch_line(line);
+        line = line.wrapping_add(CACHE_LINE);
+    }
+}
 
 /// Prefetches the cache line holding `at` into all cache levels.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]

@@ -152,7 +152,8 @@ pub use map::{
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
 pub use prefetch::{BundlePrefetch, PREFETCH_AHEAD};
 pub use prefix_map::{
-    PrefixEntry, PrefixMap, PrefixRange, PrefixRangeMut, SMALL_BUCKET_MAX, VacantPrefixEntry,
+    PREFETCH_ENTRY_LINES, PrefixEntry, PrefixMap, PrefixRange, PrefixRangeMut, SMALL_BUCKET_MAX,
+    VacantPrefixEntry,
 };
 pub use registry::TableRegistry;
 pub use row::{Row, RowCodec, Scalar, arrays_from_rows, scalar_from_array};

@@ -289,6 +289,16 @@ pub trait MapTable {
         range: UserKeyRange<'_>,
     ) -> Result<u64>;
 
+    /// A hint that an operation on `prefix` of `key_group` follows a few operations later
+    /// (an operator that knows its bundle's order names each prefix about
+    /// [`PREFETCH_AHEAD`](crate::PREFETCH_AHEAD) operations ahead): a backend may start
+    /// bringing the prefix's entries into the CPU cache. It reads and changes nothing
+    /// observable and never fails (a key group outside the table is ignored); the default
+    /// does nothing.
+    fn prefetch(&mut self, key_group: KeyGroup, prefix: &[u8]) {
+        let _ = (key_group, prefix);
+    }
+
     /// Visits the visible entries of `prefix` inside `range` in `direction` order until the
     /// visitor breaks.
     ///

@@ -26,8 +26,12 @@ use std::collections::{BTreeMap, btree_map};
 use std::ops::Bound;
 
 use crate::byte_keyed::ByteKeyedMap;
-use crate::flat_map::{Entry as FlatEntry, FlatMap, VacantEntry as FlatVacant};
+use crate::flat_map::{Entry as FlatEntry, FlatMap, VacantEntry as FlatVacant, prefetch_bytes};
 use crate::inline_key::{InlineMapKey, cmp_bytes};
+
+/// The most cache lines [`PrefixMap::prefetch_entries`] asks for (a kibibyte: about a dozen
+/// small entries, what a join's probe and insert read of a prefix).
+pub const PREFETCH_ENTRY_LINES: usize = 16;
 
 /// The most entries a prefix keeps in a sorted vector; its next insert moves them into a
 /// B-tree (an insert into the vector moves the entries after it).
@@ -268,6 +272,30 @@ impl<V> PrefixMap<V> {
         }
         // Each waiting entry was charged a prefix; the bucket needs one (if it is new).
         self.released += (keys.len() - usize::from(opened)) * Self::PREFIX_BYTES;
+    }
+
+    /// Asks the CPU for the prefix index slot `prefix` most likely occupies (stage one of a
+    /// prefetch, see [`prefetch_entries`](Self::prefetch_entries)); returns the prefix's
+    /// hash. A hint: it reads and changes nothing.
+    #[inline]
+    pub fn prefetch_prefix(&self, prefix: &[u8]) -> u64 {
+        let hash = self.buckets.hash(prefix);
+        self.buckets.prefetch(hash);
+        hash
+    }
+
+    /// Asks the CPU for the first [`PREFETCH_ENTRY_LINES`] cache lines of the entries of
+    /// `prefix` (hash `hash`, from [`prefetch_prefix`](Self::prefetch_prefix) some
+    /// operations earlier, so that its slot is cached by now). A hint: it changes nothing.
+    #[inline]
+    pub fn prefetch_entries(&self, hash: u64, prefix: &[u8]) {
+        if let Some(Bucket::Small(v)) = self.buckets.get_hashed(hash, prefix) {
+            prefetch_bytes(
+                v.as_ptr().cast(),
+                std::mem::size_of_val(v.as_slice()),
+                PREFETCH_ENTRY_LINES,
+            );
+        }
     }
 
     /// The value of `(prefix, user_key)`.

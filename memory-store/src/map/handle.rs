@@ -128,6 +128,13 @@ impl<C: ValueCodec> MapTable for MemoryMapTable<C> {
             .upsert(key_group, prefix, user_key, insert, f)
     }
 
+    fn prefetch(&mut self, key_group: KeyGroup, prefix: &[u8]) {
+        // Outside a bundle there is nothing to serve soon.
+        if let Ok(core) = self.cell.in_bundle("prefetch") {
+            core.prefetch(key_group, prefix);
+        }
+    }
+
     fn remove(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) -> Result<()> {
         self.cell
             .in_bundle("remove")?

@@ -18,10 +18,11 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
-    BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, PrefixEntry,
-    PrefixMap, Result, ScanDirection, StoreConfig, SweepProgress, TableStats, TtlConfig, TtlRead,
-    UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch, encode_canonical_batch,
-    key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read, ttl_scan_visible,
+    BundlePhase, CanonicalTable, Clock, InlineKey, MapHydration, MapTable, MemoryReservation,
+    PREFETCH_AHEAD, PrefixEntry, PrefixMap, Result, ScanDirection, StoreConfig, SweepProgress,
+    TableStats, TtlConfig, TtlRead, UserKeyRange, ValueCodec, canonical_schema,
+    decode_canonical_batch, encode_canonical_batch, key_group_offset, map_entry_key, ttl_exported,
+    ttl_now, ttl_read, ttl_scan_visible,
 };
 
 use crate::in_place::{reserve_replacement, update_in_place};
@@ -90,7 +91,20 @@ pub(crate) struct MapCore<C: ValueCodec> {
     staged: Option<Staged<C::Value>>,
     stats: TableStats,
     scratch: Vec<u8>,
+    ahead: PrefetchRing,
 }
+
+/// Prefetch hints in flight: a hint asks for its prefix's index slot at once and, once
+/// [`PREFETCH_STAGE`] further hints have come (the slot cached by then), for the prefix's
+/// entries.
+#[derive(Debug, Default)]
+struct PrefetchRing {
+    hints: [Option<(usize, u64, InlineKey)>; PREFETCH_STAGE],
+    next: usize,
+}
+
+/// Hints between a prefetch's two stages (half of [`PREFETCH_AHEAD`]).
+const PREFETCH_STAGE: usize = PREFETCH_AHEAD / 2;
 
 impl<C: ValueCodec> MapCore<C> {
     /// An empty map table named `name` in a store with `config`.
@@ -116,6 +130,7 @@ impl<C: ValueCodec> MapCore<C> {
             staged: None,
             stats: TableStats::default(),
             scratch: Vec::new(),
+            ahead: PrefetchRing::default(),
         }
     }
 
@@ -158,6 +173,28 @@ impl<C: ValueCodec> MapCore<C> {
         (0..self.key_groups.len())
             .map(|_| PrefixMap::new())
             .collect()
+    }
+
+    /// The two-stage prefetch of [`MapTable::prefetch`] (see [`PrefetchRing`]).
+    pub(crate) fn prefetch(&mut self, key_group: KeyGroup, prefix: &[u8]) {
+        let Ok(index) = self.group_index(key_group) else {
+            return;
+        };
+        let Some(group) = self.groups.get(index) else {
+            return;
+        };
+        let hash = group.prefetch_prefix(prefix);
+        let ring = &mut self.ahead;
+        let slot = ring.hints.get_mut(ring.next);
+        ring.next = (ring.next + 1) % PREFETCH_STAGE;
+        let Some(slot) = slot else {
+            return;
+        };
+        if let Some((index, hash, prefix)) = slot.replace((index, hash, InlineKey::from(prefix)))
+            && let Some(group) = self.groups.get(index)
+        {
+            group.prefetch_entries(hash, prefix.as_bytes());
+        }
     }
 
     /// Purges expired entries and tombstones of group `index`; returns (removed, scanned).
@@ -252,6 +289,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         }
         self.bundle.begin("begin_bundle")?;
         self.dirty_in_bundle = 0;
+        self.ahead = PrefetchRing::default();
         Ok(())
     }
 
@@ -834,6 +872,37 @@ mod tests {
         }
         r.commit_bundle().unwrap();
         assert_eq!(pool.used(), 0);
+    }
+
+    #[test]
+    fn prefetch_hints_change_nothing() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(Arc::clone(&pool));
+        let kg = KeyGroup::new(1).unwrap();
+        // Outside a bundle, and before any entry exists.
+        t.prefetch(kg, b"pa");
+        t.begin_bundle(MapHydration::none()).unwrap();
+        for i in 0..40_u8 {
+            t.prefetch(kg, &[b'p', i % 3]);
+            t.put(kg, &[b'p', i % 3], &[i], i64::from(i)).unwrap();
+        }
+        t.commit_bundle().unwrap();
+        let used = pool.used();
+        t.begin_bundle(MapHydration::none()).unwrap();
+        // Both stages, known and unknown prefixes, a key group outside the table.
+        for i in 0..3 * PREFETCH_STAGE {
+            let i = u8::try_from(i).unwrap();
+            t.prefetch(kg, &[b'p', i % 5]);
+            t.prefetch(KeyGroup::new(100).unwrap(), b"p");
+        }
+        assert_eq!(pool.used(), used);
+        for i in 0..40_u8 {
+            assert_eq!(
+                t.get(kg, &[b'p', i % 3], &[i]).unwrap(),
+                Some(&i64::from(i))
+            );
+        }
+        t.commit_bundle().unwrap();
     }
 
     #[test]

@@ -30,7 +30,8 @@ use arrow_schema::{Field, Fields, SchemaRef};
 use sfcs_format::Container;
 use state_api::{
     CanonicalTable, I64Codec, MapStateStore, MapTable, MemoryPool, MemoryReservation,
-    RestoreSummary, SnapshotSummary, restore_canonical_snapshot, write_canonical_snapshot,
+    PREFETCH_AHEAD, RestoreSummary, SnapshotSummary, restore_canonical_snapshot,
+    write_canonical_snapshot,
 };
 
 use crate::changelog::{ChangelogBatch, is_accumulate, schema_of};
@@ -214,7 +215,18 @@ impl<S: MapStateStore> InnerJoin<S> {
             left: Layout::of(&left.records),
             right: Layout::of(&right.records),
         };
-        for row in &input.rows {
+        for (at, row) in input.rows.iter().enumerate() {
+            // The row `PREFETCH_AHEAD` rows on probes one table and updates the other, both
+            // under its join key: both tables are told (a hint, see `MapTable::prefetch`).
+            if let Some(key) = input
+                .rows
+                .get(at + PREFETCH_AHEAD)
+                .and_then(|ahead| input.keys.get(ahead.key))
+            {
+                let prefix = input.slice(&key.bytes);
+                left.table.prefetch(key.key_group, prefix);
+                right.table.prefetch(key.key_group, prefix);
+            }
             let is_left = row.side == JoinSide::Left;
             let Some(key) = input.keys.get(row.key) else {
                 continue;

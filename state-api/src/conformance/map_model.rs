@@ -26,6 +26,8 @@ enum Op {
     Remove(usize, Vec<u8>),
     RemoveRange(usize, Bound<Vec<u8>>, Bound<Vec<u8>>),
     Scan(usize, Bound<Vec<u8>>, Bound<Vec<u8>>, bool, usize),
+    /// A prefetch hint, which must change nothing.
+    Prefetch(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +62,7 @@ fn strategy() -> impl Strategy<Value = Vec<Step>> {
         1 => (p.clone(), bound(), bound()).prop_map(|(p, lo, hi)| Op::RemoveRange(p, lo, hi)),
         3 => (p, bound(), bound(), any::<bool>(), 1_usize..6)
             .prop_map(|(p, lo, hi, rev, limit)| Op::Scan(p, lo, hi, rev, limit)),
+        2 => (0..PREFIXES.len()).prop_map(Op::Prefetch),
     ];
     let step = prop_oneof![
         6 => (prop::collection::vec(0..PREFIXES.len(), 0..3), prop::collection::vec(op, 0..14))
@@ -143,6 +146,7 @@ fn apply<T: MapTable<Codec = I64Codec>>(
 ) -> Result<(), TestCaseError> {
     let prefix = |p: usize| PREFIXES[p];
     match op {
+        Op::Prefetch(p) => t.prefetch(kgs[*p], prefix(*p)),
         Op::Get(p, u) => {
             let got = t.get(kgs[*p], prefix(*p), u).expect("get").copied();
             prop_assert_eq!(
