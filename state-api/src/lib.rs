@@ -150,7 +150,7 @@ pub use map::{
     full_key_bounds, full_key_bounds_in, map_entry_key, prefix_successor,
 };
 pub use memory::{BoundedMemoryPool, MemoryPool, MemoryReservation, UnboundedMemoryPool};
-pub use prefetch::{BundlePrefetch, PREFETCH_AHEAD};
+pub use prefetch::{BundlePrefetch, PREFETCH_AHEAD, PREFETCH_STAGE, PrefetchStages};
 pub use prefix_map::{
     PREFETCH_ENTRY_LINES, PrefixEntry, PrefixMap, PrefixRange, PrefixRangeMut, SMALL_BUCKET_MAX,
     VacantPrefixEntry,

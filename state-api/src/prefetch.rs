@@ -70,3 +70,55 @@ impl<T> BundlePrefetch<T> {
         self.named.get(at)
     }
 }
+
+/// Hints between the two stages of a [`PrefetchStages`] pipeline (half of
+/// [`PREFETCH_AHEAD`]).
+pub const PREFETCH_STAGE: usize = PREFETCH_AHEAD / 2;
+
+/// The hints of a two-stage prefetch in flight, for structures where the lines to fetch are
+/// known only from lines fetched before (a map table's prefix index slot, then the prefix's
+/// entries it points to): a hint's first stage is issued when it arrives, its second
+/// [`PREFETCH_STAGE`] hints later, when [`push`](Self::push) hands it back (its first stage
+/// has landed by then). Both backends' map tables run it.
+///
+/// ```
+/// use state_api::{PREFETCH_STAGE, PrefetchStages};
+///
+/// let mut stages = PrefetchStages::default();
+/// for hint in 0..PREFETCH_STAGE {
+///     assert_eq!(stages.push(hint), None);
+/// }
+/// assert_eq!(stages.push(100), Some(0));
+/// stages.clear();
+/// assert_eq!(stages.push(7), None);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PrefetchStages<T> {
+    hints: [Option<T>; PREFETCH_STAGE],
+    next: usize,
+}
+
+impl<T> Default for PrefetchStages<T> {
+    fn default() -> Self {
+        Self {
+            hints: std::array::from_fn(|_| None),
+            next: 0,
+        }
+    }
+}
+
+impl<T> PrefetchStages<T> {
+    /// Forgets every hint in flight (a new bundle).
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Records `hint`; returns the hint recorded [`PREFETCH_STAGE`] hints earlier, whose
+    /// second stage is due.
+    #[inline]
+    pub fn push(&mut self, hint: T) -> Option<T> {
+        let at = self.next;
+        self.next = (at + 1) % PREFETCH_STAGE;
+        self.hints.get_mut(at).and_then(|slot| slot.replace(hint))
+    }
+}

@@ -11,8 +11,11 @@
 //! scan reads them contiguously) and a B-tree once they pass [`SMALL_BUCKET_MAX`].
 //!
 //! Entries whose split is unknown — a canonical snapshot carries full keys only — wait in an
-//! ordered map of full keys until an operation names their prefix: then every waiting entry
-//! that starts with it moves into the prefix's bucket at once ([`PrefixMap::insert_unsplit`]).
+//! ordered map of full keys ([`PrefixMap::insert_unsplit`]). Reads by shared reference
+//! ([`get`](PrefixMap::get), [`range`](PrefixMap::range)) find a prefix's waiting entries
+//! where they are (a prefix's entries are all in its bucket or all waiting); the first
+//! mutable operation that names the prefix moves every waiting entry that starts with it
+//! into the prefix's bucket at once.
 //! Iteration in full-key order ([`PrefixMap::for_each_ordered`], for exports) merges the
 //! prefixes in byte order with the waiting entries: since the prefixes are prefix-free, all
 //! of a prefix's full keys sort together and no waiting key falls among them.
@@ -28,6 +31,7 @@ use std::ops::Bound;
 use crate::byte_keyed::ByteKeyedMap;
 use crate::flat_map::{Entry as FlatEntry, FlatMap, VacantEntry as FlatVacant, prefetch_bytes};
 use crate::inline_key::{InlineMapKey, cmp_bytes};
+use crate::map::{UserKeyRange, full_key_bounds};
 
 /// The most cache lines [`PrefixMap::prefetch_entries`] asks for (a kibibyte: about a dozen
 /// small entries, what a join's probe and insert read of a prefix).
@@ -50,6 +54,16 @@ impl<V> Bucket<V> {
         match self {
             Bucket::Small(v) => v.len(),
             Bucket::Large(m) => m.len(),
+        }
+    }
+
+    fn get(&self, user_key: &[u8]) -> Option<&V> {
+        match self {
+            Bucket::Small(v) => {
+                let i = small_search(v, user_key).ok()?;
+                v.get(i).map(|(_, value)| value)
+            }
+            Bucket::Large(m) => m.get_bytes(user_key),
         }
     }
 
@@ -105,6 +119,10 @@ fn below(key: &[u8], upper: Bound<&[u8]>) -> bool {
         Bound::Excluded(u) => cmp_bytes(key, u).is_lt(),
         Bound::Unbounded => true,
     }
+}
+
+fn borrowed(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    bound.as_ref().map(Vec::as_slice)
 }
 
 /// Whether no key lies within `bounds` (a `BTreeMap` range over them would panic).
@@ -300,6 +318,22 @@ impl<V> PrefixMap<V> {
 
     /// The value of `(prefix, user_key)`.
     #[inline]
+    pub fn get(&self, prefix: &[u8], user_key: &[u8]) -> Option<&V> {
+        match self.buckets.get(prefix) {
+            Some(bucket) => bucket.get(user_key),
+            None if self.unsplit.is_empty() => None,
+            None => self.unsplit.get_bytes(&[prefix, user_key].concat()),
+        }
+    }
+
+    /// Whether `prefix` has entries in a bucket (not counting waiting ones).
+    #[inline]
+    pub fn has_bucket(&self, prefix: &[u8]) -> bool {
+        self.buckets.get(prefix).is_some()
+    }
+
+    /// The value of `(prefix, user_key)`, mutable.
+    #[inline]
     pub fn get_mut(&mut self, prefix: &[u8], user_key: &[u8]) -> Option<&mut V> {
         self.split(prefix);
         self.buckets.get_mut(prefix)?.get_mut(user_key)
@@ -337,24 +371,25 @@ impl<V> PrefixMap<V> {
     }
 
     /// The entries of `prefix` whose user keys lie within `bounds`, in user-key order (both
-    /// ends: `.rev()` for descending). Inverted or empty bounds give nothing.
-    pub fn range(
-        &mut self,
-        prefix: &[u8],
-        bounds: (Bound<&[u8]>, Bound<&[u8]>),
-    ) -> PrefixRange<'_, V> {
-        self.split(prefix);
-        if bounds_empty(bounds) {
-            return PrefixRange {
-                inner: RangeInner::Empty,
-            };
-        }
+    /// ends: `.rev()` for descending), as (user key, value). Inverted or empty bounds give
+    /// nothing.
+    pub fn range(&self, prefix: &[u8], bounds: (Bound<&[u8]>, Bound<&[u8]>)) -> PrefixRange<'_, V> {
         let inner = match self.buckets.get(prefix) {
-            None => RangeInner::Empty,
+            _ if bounds_empty(bounds) => RangeInner::Empty,
             Some(Bucket::Small(v)) => {
                 RangeInner::Small(v.get(small_range(v, bounds)).unwrap_or_default().iter())
             }
             Some(Bucket::Large(m)) => RangeInner::Large(m.range_bytes(bounds)),
+            None if self.unsplit.is_empty() => RangeInner::Empty,
+            None => {
+                let range = UserKeyRange::new(bounds.0, bounds.1);
+                let (lower, upper) = full_key_bounds(prefix, range);
+                RangeInner::Waiting(
+                    self.unsplit
+                        .range_bytes((borrowed(&lower), borrowed(&upper))),
+                    prefix.len(),
+                )
+            }
         };
         PrefixRange { inner }
     }
@@ -565,22 +600,32 @@ enum RangeInner<'a, V> {
     Empty,
     Small(std::slice::Iter<'a, (InlineMapKey, V)>),
     Large(btree_map::Range<'a, InlineMapKey, V>),
+    /// Waiting entries by full key, and the prefix length to strip.
+    Waiting(btree_map::Range<'a, InlineMapKey, V>, usize),
 }
 
-/// Entries of one prefix within bounds, in user-key order: see [`PrefixMap::range`].
+/// Entries of one prefix within bounds, in user-key order, as (user key, value): see
+/// [`PrefixMap::range`].
 pub struct PrefixRange<'a, V> {
     inner: RangeInner<'a, V>,
 }
 
+/// An entry as (user key, value), a waiting one's full key cut after `skip` bytes.
+#[inline]
+fn user_entry<'a, V>((k, v): (&'a InlineMapKey, &'a V), skip: usize) -> (&'a [u8], &'a V) {
+    (k.as_bytes().get(skip..).unwrap_or_default(), v)
+}
+
 impl<'a, V> Iterator for PrefixRange<'a, V> {
-    type Item = (&'a InlineMapKey, &'a V);
+    type Item = (&'a [u8], &'a V);
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
             RangeInner::Empty => None,
-            RangeInner::Small(i) => i.next().map(|(k, v)| (k, v)),
-            RangeInner::Large(i) => i.next(),
+            RangeInner::Small(i) => i.next().map(|(k, v)| (k.as_bytes(), v)),
+            RangeInner::Large(i) => i.next().map(|e| user_entry(e, 0)),
+            RangeInner::Waiting(i, skip) => i.next().map(|e| user_entry(e, *skip)),
         }
     }
 }
@@ -590,8 +635,9 @@ impl<V> DoubleEndedIterator for PrefixRange<'_, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
             RangeInner::Empty => None,
-            RangeInner::Small(i) => i.next_back().map(|(k, v)| (k, v)),
-            RangeInner::Large(i) => i.next_back(),
+            RangeInner::Small(i) => i.next_back().map(|(k, v)| (k.as_bytes(), v)),
+            RangeInner::Large(i) => i.next_back().map(|e| user_entry(e, 0)),
+            RangeInner::Waiting(i, skip) => i.next_back().map(|e| user_entry(e, *skip)),
         }
     }
 }
@@ -602,19 +648,20 @@ enum RangeMutInner<'a, V> {
     Large(btree_map::RangeMut<'a, InlineMapKey, V>),
 }
 
-/// Entries of one prefix within bounds with mutable values: see [`PrefixMap::range_mut`].
+/// Entries of one prefix within bounds, as (user key, mutable value): see
+/// [`PrefixMap::range_mut`].
 pub struct PrefixRangeMut<'a, V> {
     inner: RangeMutInner<'a, V>,
 }
 
 impl<'a, V> Iterator for PrefixRangeMut<'a, V> {
-    type Item = (&'a InlineMapKey, &'a mut V);
+    type Item = (&'a [u8], &'a mut V);
 
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
             RangeMutInner::Empty => None,
-            RangeMutInner::Small(i) => i.next().map(|(k, v)| (&*k, v)),
-            RangeMutInner::Large(i) => i.next(),
+            RangeMutInner::Small(i) => i.next().map(|(k, v)| (k.as_bytes(), v)),
+            RangeMutInner::Large(i) => i.next().map(|(k, v)| (k.as_bytes(), v)),
         }
     }
 }
@@ -623,8 +670,8 @@ impl<V> DoubleEndedIterator for PrefixRangeMut<'_, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
             RangeMutInner::Empty => None,
-            RangeMutInner::Small(i) => i.next_back().map(|(k, v)| (&*k, v)),
-            RangeMutInner::Large(i) => i.next_back(),
+            RangeMutInner::Small(i) => i.next_back().map(|(k, v)| (k.as_bytes(), v)),
+            RangeMutInner::Large(i) => i.next_back().map(|(k, v)| (k.as_bytes(), v)),
         }
     }
 }
@@ -642,6 +689,8 @@ mod tests {
         Upsert(usize, Vec<u8>, u32),
         Remove(usize, Vec<u8>),
         Get(usize, Vec<u8>),
+        /// A shared-reference get (waiting entries stay where they are).
+        Peek(usize, Vec<u8>),
         Range(usize, Option<Vec<u8>>, Option<Vec<u8>>, bool),
         Restore(Vec<(usize, Vec<u8>, u32)>),
         Retain(u32),
@@ -667,9 +716,10 @@ mod tests {
             24 => (p.clone(), user_key(), any::<u32>()).prop_map(|(p, k, v)| Op::Upsert(p, k, v)),
             4 => (p.clone(), user_key()).prop_map(|(p, k)| Op::Remove(p, k)),
             6 => (p.clone(), user_key()).prop_map(|(p, k)| Op::Get(p, k)),
+            4 => (p.clone(), user_key()).prop_map(|(p, k)| Op::Peek(p, k)),
             4 => (p.clone(), prop::option::of(user_key()), prop::option::of(user_key()), any::<bool>())
                 .prop_map(|(p, l, u, rev)| Op::Range(p, l, u, rev)),
-            1 => prop::collection::vec((p, user_key(), any::<u32>()), 0..40).prop_map(Op::Restore),
+            2 => prop::collection::vec((p, user_key(), any::<u32>()), 0..40).prop_map(Op::Restore),
             1 => (1_u32..5).prop_map(Op::Retain),
         ]
     }
@@ -716,6 +766,9 @@ mod tests {
                     Op::Remove(p, k) => {
                         prop_assert_eq!(map.remove(PREFIXES[p], &k), model.remove(&full(p, &k)));
                     }
+                    Op::Peek(p, k) => {
+                        prop_assert_eq!(map.get(PREFIXES[p], &k).copied(), model.get(&full(p, &k)).copied());
+                    }
                     Op::Get(p, k) => {
                         prop_assert_eq!(map.get_mut(PREFIXES[p], &k).copied(), model.get(&full(p, &k)).copied());
                     }
@@ -723,9 +776,9 @@ mod tests {
                         let lower = l.as_deref().map_or(Bound::Unbounded, Bound::Included);
                         let upper = u.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
                         let got: Vec<(Vec<u8>, u32)> = if rev {
-                            map.range(PREFIXES[p], (lower, upper)).rev().map(|(k, v)| (k.as_bytes().to_vec(), *v)).collect()
+                            map.range(PREFIXES[p], (lower, upper)).rev().map(|(k, v)| (k.to_vec(), *v)).collect()
                         } else {
-                            map.range(PREFIXES[p], (lower, upper)).map(|(k, v)| (k.as_bytes().to_vec(), *v)).collect()
+                            map.range(PREFIXES[p], (lower, upper)).map(|(k, v)| (k.to_vec(), *v)).collect()
                         };
                         let mut want: Vec<(Vec<u8>, u32)> = model
                             .iter()
