@@ -1,12 +1,12 @@
 //! The bundle operations of the map table ([`MapTable`]).
 
-use std::ops::{Bound, ControlFlow};
+use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::WriteBatch;
 use state_api::{
-    ByteKeyedMap, InlineMapKey, MapHydration, MapTable, Result, ScanDirection, SweepProgress,
+    InlineKey, MapHydration, MapTable, PrefixEntry, Result, ScanDirection, SweepProgress,
     TableStats, TtlRead, UserKeyRange, ValueCodec, ttl_read, ttl_scan_visible,
 };
 
@@ -14,7 +14,7 @@ use crate::error::rocks_api;
 use crate::format::{composite_key, encode_stored_values};
 use crate::sweep::sweep_column_family;
 
-use super::dirty::KeyList;
+use super::dirty::{KeyList, SplitKey, split_key};
 use super::scan::{ReadBatch, rocks_bounds};
 use super::{Entry, RANGE_DELETE_MIN_ENTRIES, RocksMapTable, entry_cost};
 
@@ -41,10 +41,10 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.range_deletes.clear();
         self.dirty.clear();
         // A complete table keeps its working set (every entry) and reads nothing.
+        self.ahead.clear();
         if !self.complete {
-            self.entries.clear();
+            self.clear_entries();
             self.hydrated.clear();
-            self.reservation.free();
             if let Err(e) = self.hydrate(hydrate) {
                 self.end_bundle();
                 return Err(e);
@@ -67,7 +67,15 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.resident()?;
         let now = self.now();
         let ttl = self.ttl;
-        let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice()) else {
+        let Self {
+            entries,
+            prefix_scratch,
+            scratch,
+            dirty,
+            ..
+        } = self;
+        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        let Some(entry) = entries.get_mut(prefix_scratch, user_key) else {
             return Ok(None);
         };
         if !entry.live {
@@ -76,10 +84,10 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let read = ttl_read(ttl.as_ref(), entry.last_access, now);
         if read.clears() {
             entry.live = false;
-            self.dirty.mark(entry, &self.scratch);
+            dirty.mark(entry, prefix_scratch, user_key);
         } else if read == TtlRead::LiveRefresh {
             entry.last_access = now;
-            self.dirty.mark(entry, &self.scratch);
+            dirty.mark(entry, prefix_scratch, user_key);
         }
         if read.returns_value() {
             Ok(entry.value.as_ref())
@@ -141,17 +149,46 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         }
     }
 
+    /// The prefix's index slot now, its entries [`PREFETCH_STAGE`](state_api::PREFETCH_STAGE)
+    /// hints later (`state_api::PrefetchStages`); outside a bundle nothing.
+    fn prefetch(&mut self, key_group: KeyGroup, prefix: &[u8]) {
+        if !self.bundle.is_open() || self.check_key_group(key_group).is_err() {
+            return;
+        }
+        composite_key(
+            &mut self.prefix_scratch,
+            key_group,
+            self.prefix_bytes,
+            prefix,
+        );
+        let hash = self.entries.prefetch_prefix(&self.prefix_scratch);
+        if let Some((hash, full_prefix)) = self
+            .ahead
+            .push((hash, InlineKey::from(self.prefix_scratch.as_slice())))
+        {
+            self.entries.prefetch_entries(hash, full_prefix.as_bytes());
+        }
+    }
+
     fn remove(&mut self, key_group: KeyGroup, prefix: &[u8], user_key: &[u8]) -> Result<()> {
         self.check_bundle("remove", true)?;
         self.check_key_group(key_group)?;
         self.set_keys(key_group, prefix, user_key);
         self.resident()?;
         let mut freed = 0;
-        if let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice())
+        let Self {
+            entries,
+            prefix_scratch,
+            scratch,
+            dirty,
+            ..
+        } = self;
+        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        if let Some(entry) = entries.get_mut(prefix_scratch, user_key)
             && entry.live
         {
             entry.live = false;
-            self.dirty.mark(entry, &self.scratch);
+            dirty.mark(entry, prefix_scratch, user_key);
             if let Some(value) = entry.value.take() {
                 freed = self.codec.heap_size(&value).min(entry.reserved);
                 entry.reserved -= freed;
@@ -184,15 +221,14 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             Vec::new()
         } else {
             self.stats.point_hydrations += 1;
-            self.committed_keys(&lo, hi.as_deref())?
+            self.committed_keys(&full_prefix, &lo, hi.as_deref())?
         };
         let mut removed = 0_u64;
-        let upper = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let mut freed = 0;
         let mut overlay_deleted = 0;
-        for (key, entry) in self
+        for (user_key, entry) in self
             .entries
-            .range_bytes_mut((Bound::Included(lo.as_slice()), upper))
+            .range_mut(&full_prefix, (range.start(), range.end()))
         {
             if !entry.live {
                 continue;
@@ -202,7 +238,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                 removed += 1;
             }
             entry.live = false;
-            self.dirty.mark(entry, key.as_bytes());
+            self.dirty.mark(entry, &full_prefix, user_key);
             if let Some(value) = entry.value.take() {
                 let heap = self.codec.heap_size(&value).min(entry.reserved);
                 entry.reserved -= heap;
@@ -219,9 +255,10 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             if ttl_scan_visible(ttl.as_ref(), ts, now) {
                 removed += 1;
             }
+            let user_key = key.get(full_prefix.len()..).unwrap_or_default();
             let mut entry = Entry::absent();
-            self.dirty.mark(&mut entry, &key);
-            self.admit(InlineMapKey::from(key.as_slice()), entry);
+            self.dirty.mark(&mut entry, &full_prefix, user_key);
+            self.admit(&full_prefix, user_key, entry);
         }
         Ok(removed)
     }
@@ -261,21 +298,29 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             // The changed entries in key order: from the dirty list when the working set holds
             // every entry (a complete table), else from the bundle's working set itself.
             let dirty = &self.dirty;
-            let changed: Vec<(&[u8], &Entry<C::Value>)> = if complete {
-                dirty
-                    .sorted()
-                    .into_iter()
-                    .filter_map(|key| self.entries.get_bytes_key_value(key))
-                    .map(|(key, entry)| (key.as_bytes(), entry))
-                    .filter(|(_, entry)| dirty.is_dirty(entry))
-                    .collect()
+            // An incomplete table's dirty keys are put together here (its dirty list is not
+            // read: a bundle's working set is dropped at its end).
+            let mut listed = KeyList::default();
+            if !complete {
+                self.entries.for_each_ordered(|prefix, user_key, entry| {
+                    if dirty.is_dirty(entry) {
+                        listed.push(prefix, user_key);
+                    }
+                });
+            }
+            let keys = if complete {
+                dirty.sorted()
             } else {
-                self.entries
-                    .iter()
-                    .filter(|(_, entry)| dirty.is_dirty(entry))
-                    .map(|(key, entry)| (key.as_bytes(), entry))
-                    .collect()
+                listed.iter().collect()
             };
+            let changed: Vec<(SplitKey<'_>, &Entry<C::Value>)> = keys
+                .into_iter()
+                .filter_map(|key| {
+                    let (prefix, user_key) = split_key(key);
+                    self.entries.get(prefix, user_key).map(|entry| (key, entry))
+                })
+                .filter(|(_, entry)| dirty.is_dirty(entry))
+                .collect();
             let mut puts: Vec<(i64, &C::Value)> = Vec::new();
             for (_, entry) in &changed {
                 if entry.live
@@ -300,7 +345,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     .iter()
                     .any(|(lower, upper)| lower.as_slice() <= key && key < upper.as_slice())
             };
-            for &(key, entry) in &changed {
+            for &(split, entry) in &changed {
+                let key = split.0;
                 written += 1;
                 if entry.live && entry.value.is_some() {
                     if let Some(bytes) = values.next() {
@@ -308,7 +354,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     }
                 } else {
                     if complete && !entry.live {
-                        removed.push(key);
+                        let (prefix, user_key) = split_key(split);
+                        removed.push(prefix, user_key);
                     }
                     if !covered(key) {
                         batch.delete_cf(&cf, key);
@@ -375,22 +422,53 @@ enum Found<R> {
 }
 
 impl<C: ValueCodec> RocksMapTable<C> {
+    /// The working-set entry of the full key in `scratch`.
+    fn scratch_entry(&mut self) -> Option<&mut Entry<C::Value>> {
+        let user_key = self
+            .scratch
+            .get(self.prefix_scratch.len()..)
+            .unwrap_or_default();
+        self.entries.get_mut(&self.prefix_scratch, user_key)
+    }
+
     /// Sets the entry in `scratch` (holding `previous` reserved bytes) to `value`, live and
     /// dirty: the reservation, then one search.
     fn put_scratch(&mut self, previous: usize, value: C::Value) -> Result<()> {
         let now = self.now();
         let needed = entry_cost(&self.codec, self.scratch.len(), Some(&value));
         self.reserve_entry(previous, needed)?;
-        // One search (the inline key is built before it, as cheap as a second search saved).
-        let entry = self
-            .entries
-            .entry(InlineMapKey::from(self.scratch.as_slice()))
-            .or_insert_with(Entry::absent);
+        if !self.entries.has_bucket(&self.prefix_scratch) {
+            // A new prefix: its charge (a complete table refused drops its clean entries and
+            // asks once more, as for the entry); refused, nothing changes.
+            let mut charged = self.charge_prefixes(1);
+            if charged.is_err() && self.complete {
+                self.drop_clean_entries();
+                charged = self
+                    .charge_prefixes(usize::from(!self.entries.has_bucket(&self.prefix_scratch)));
+            }
+            if let Err(e) = charged {
+                self.reservation.shrink(needed.saturating_sub(previous));
+                return Err(e);
+            }
+        }
+        let Self {
+            entries,
+            prefix_scratch,
+            scratch,
+            dirty,
+            ..
+        } = self;
+        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        // One probe of the prefix index and one search of the prefix.
+        let entry = match entries.entry(prefix_scratch, user_key) {
+            PrefixEntry::Occupied(entry) => entry,
+            PrefixEntry::Vacant(vacant) => vacant.insert(Entry::absent()),
+        };
         entry.value = Some(value);
         entry.live = true;
         entry.last_access = now;
         entry.reserved = needed;
-        self.dirty.mark(entry, &self.scratch);
+        dirty.mark(entry, prefix_scratch, user_key);
         Ok(())
     }
 
@@ -402,6 +480,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         let Self {
             entries,
             scratch,
+            prefix_scratch,
             codec,
             reservation,
             ttl,
@@ -409,7 +488,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
             dirty,
             ..
         } = self;
-        let Some(entry) = entries.get_bytes_mut(scratch.as_slice()) else {
+        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        let Some(entry) = entries.get_mut(prefix_scratch, user_key) else {
             return Ok(Found::Invisible { reserved: 0 });
         };
         // Visible as a scan sees it (memory-store's rule): an expired entry only under
@@ -429,7 +509,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
             reservation.shrink(freed);
             entry.reserved -= freed;
             entry.last_access = now;
-            dirty.mark(entry, scratch);
+            dirty.mark(entry, prefix_scratch, user_key);
             return Ok(Found::Updated(out));
         }
         let growth = after - before;
@@ -446,7 +526,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
             let was_dirty = std::mem::replace(&mut entry.dirty_in, dirty.epoch());
             self.drop_clean_entries();
             if let Err(e) = self.reservation.try_grow(growth) {
-                if let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice()) {
+                if let Some(entry) = self.scratch_entry() {
                     if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
                         *value = backup;
                     }
@@ -455,10 +535,18 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 return Err(e);
             }
         }
-        if let Some(entry) = self.entries.get_bytes_mut(self.scratch.as_slice()) {
+        let Self {
+            entries,
+            scratch,
+            prefix_scratch,
+            dirty,
+            ..
+        } = self;
+        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        if let Some(entry) = entries.get_mut(prefix_scratch, user_key) {
             entry.reserved += growth;
             entry.last_access = now;
-            self.dirty.mark(entry, &self.scratch);
+            dirty.mark(entry, prefix_scratch, user_key);
         }
         Ok(Found::Updated(out))
     }

@@ -6,34 +6,50 @@
 //! clearing the list makes every entry clean at once: the commit no longer looks each
 //! committed key up again to reset a flag (one search of the working set per written entry).
 
-/// Full keys back to back (`ends` ends each).
+/// A full key as the working set splits it: the key and the length of its full prefix
+/// (key-group prefix ‖ prefix; the user key follows).
+pub(super) type SplitKey<'a> = (&'a [u8], usize);
+
+/// Full keys back to back (`ends` ends each, `splits` gives each one's full-prefix length).
 #[derive(Debug, Default)]
 pub(super) struct KeyList {
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    splits: Vec<usize>,
 }
 
 impl KeyList {
-    /// Appends `key`.
-    pub(super) fn push(&mut self, key: &[u8]) {
-        self.bytes.extend_from_slice(key);
+    /// Appends the full key `prefix ‖ user_key`.
+    pub(super) fn push(&mut self, prefix: &[u8], user_key: &[u8]) {
+        self.bytes.extend_from_slice(prefix);
+        self.bytes.extend_from_slice(user_key);
         self.ends.push(self.bytes.len());
+        self.splits.push(prefix.len());
     }
 
     fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
+        self.splits.clear();
     }
 
     /// The keys, in the order they were pushed.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &[u8]> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = SplitKey<'_>> {
         let mut start = 0;
-        self.ends.iter().map(move |&end| {
-            let key = self.bytes.get(start..end).unwrap_or_default();
-            start = end;
-            key
-        })
+        self.ends
+            .iter()
+            .zip(&self.splits)
+            .map(move |(&end, &split)| {
+                let key = self.bytes.get(start..end).unwrap_or_default();
+                start = end;
+                (key, split)
+            })
     }
+}
+
+/// `key` as (full prefix, user key).
+pub(super) fn split_key((key, split): SplitKey<'_>) -> (&[u8], &[u8]) {
+    key.split_at_checked(split).unwrap_or((key, &[]))
 }
 
 /// The dirty entries' keys, each listed once per bundle: when its entry turns dirty.
@@ -72,19 +88,19 @@ impl DirtyKeys {
         entry.dirty_in == self.epoch
     }
 
-    /// Marks `entry` dirty, listing `key` if it was not.
-    pub(super) fn mark<V>(&mut self, entry: &mut super::Entry<V>, key: &[u8]) {
+    /// Marks `entry` (of `prefix ‖ user_key`) dirty, listing its key if it was not.
+    pub(super) fn mark<V>(&mut self, entry: &mut super::Entry<V>, prefix: &[u8], user_key: &[u8]) {
         if entry.dirty_in != self.epoch {
             entry.dirty_in = self.epoch;
-            self.keys.push(key);
+            self.keys.push(prefix, user_key);
         }
     }
 
     /// The listed keys in ascending order.
-    pub(super) fn sorted(&self) -> Vec<&[u8]> {
-        let mut keys: Vec<&[u8]> = self.keys.iter().collect();
-        keys.sort_unstable();
-        keys.dedup();
+    pub(super) fn sorted(&self) -> Vec<SplitKey<'_>> {
+        let mut keys: Vec<SplitKey<'_>> = self.keys.iter().collect();
+        keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        keys.dedup_by(|a, b| a.0 == b.0);
         keys
     }
 }

@@ -4,13 +4,13 @@
 use std::collections::HashSet;
 
 use rocksdb::ReadOptions;
-use state_api::{InlineMapKey, MapHydration, Result, ValueCodec};
+use state_api::{MapHydration, Result, ValueCodec};
 
 use crate::error::rocks_api;
 use crate::format::composite_key;
 
 use super::scan::ReadBatch;
-use super::{Entry, RocksMapTable, entry_cost};
+use super::{Entry, RocksMapTable};
 
 impl<C: ValueCodec> RocksMapTable<C> {
     /// Every read of `begin_bundle`: one iterator seek per distinct prefix, one batched read
@@ -28,7 +28,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
         prefixes.sort_unstable();
         prefixes.dedup();
         let covered: HashSet<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
-        let mut singles: Vec<Vec<u8>> = Vec::new();
+        // Full keys and the length of their full prefix.
+        let mut singles: Vec<(Vec<u8>, usize)> = Vec::new();
         for (kg, prefix, user_key) in hydrate.entries {
             composite_key(&mut self.prefix_scratch, *kg, self.prefix_bytes, prefix);
             if covered.contains(self.prefix_scratch.as_slice()) {
@@ -36,16 +37,18 @@ impl<C: ValueCodec> RocksMapTable<C> {
             }
             let mut full = self.prefix_scratch.clone();
             full.extend_from_slice(user_key);
-            singles.push(full);
+            singles.push((full, self.prefix_scratch.len()));
         }
         drop(covered);
         singles.sort_unstable();
-        singles.dedup();
+        singles.dedup_by(|a, b| a.0 == b.0);
         if prefixes.is_empty() && singles.is_empty() {
             return Ok(());
         }
 
         let mut scanned = ReadBatch::default();
+        // The full-prefix length of each scanned key.
+        let mut scanned_splits: Vec<usize> = Vec::new();
         let decoded = {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
@@ -65,6 +68,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
                             break;
                         }
                         scanned.push(key, value);
+                        scanned_splits.push(full.len());
                         iter.next();
                     }
                     iter.status().map_err(rocks_api("prefix hydration"))?;
@@ -73,7 +77,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
             let results = if singles.is_empty() {
                 Vec::new()
             } else {
-                st.db.batched_multi_get_cf(&cf, &singles, true)
+                let keys: Vec<&[u8]> = singles.iter().map(|(k, _)| k.as_slice()).collect();
+                st.db.batched_multi_get_cf(&cf, &keys, true)
             };
             let mut hits = Vec::with_capacity(results.len());
             let mut pinned = Vec::with_capacity(results.len());
@@ -94,44 +99,22 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.stats.hydration_batches += 1;
         self.stats.hydrated_keys += (singles.len() + scanned.len()) as u64;
         let mut decoded = timestamps.into_iter().zip(values);
-        let mut read: Vec<(InlineMapKey, Entry<C::Value>)> =
-            Vec::with_capacity(scanned.len() + singles.len());
-        for key in scanned.keys() {
+        for (key, split) in scanned.keys().zip(scanned_splits) {
             if let Some((ts, value)) = decoded.next() {
-                read.push((InlineMapKey::from(key), Entry::stored(ts, value)));
+                let (prefix, user_key) = key.split_at_checked(split).unwrap_or((key, &[]));
+                self.admit(prefix, user_key, Entry::stored(ts, value));
             }
         }
         let mut found = hits.into_iter().zip(decoded).peekable();
-        for (i, key) in singles.into_iter().enumerate() {
+        for (i, (key, split)) in singles.iter().enumerate() {
             let entry = match found.next_if(|(hit, _)| *hit == i) {
                 Some((_, (ts, value))) => Entry::stored(ts, value),
                 None => Entry::absent(),
             };
-            read.push((InlineMapKey::from(key.as_slice()), entry));
+            let (prefix, user_key) = key.split_at_checked(*split).unwrap_or((key, &[]));
+            self.admit(prefix, user_key, entry);
         }
-        self.install(read);
         self.hydrated.extend(prefixes);
         Ok(())
-    }
-
-    /// Admits the entries `begin_bundle` read: into an empty working set in one pass (the
-    /// prefix entries and the singles are two sorted, disjoint runs — the singles exclude
-    /// hydrated prefixes — so the sort merges them and the map is bulk-built without a
-    /// search per entry), else one by one.
-    fn install(&mut self, mut read: Vec<(InlineMapKey, Entry<C::Value>)>) {
-        if !self.entries.is_empty() {
-            for (key, entry) in read {
-                self.admit(key, entry);
-            }
-            return;
-        }
-        for (key, entry) in &mut read {
-            let cost = entry_cost(&self.codec, key.len(), entry.value.as_ref());
-            if self.reservation.try_grow(cost).is_ok() {
-                entry.reserved = cost;
-            }
-        }
-        read.sort_by(|a, b| a.0.cmp(&b.0));
-        self.entries = read.into_iter().collect();
     }
 }

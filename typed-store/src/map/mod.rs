@@ -16,7 +16,7 @@ use scan::ReadBatch;
 #[cfg(doc)]
 use state_api::{Error, MapTable};
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::mem::size_of;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -24,8 +24,9 @@ use std::sync::atomic::Ordering;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, ByteKeyedMap, Clock, InlineMapKey, MapStateStore, MemoryReservation, Result,
-    StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, Clock, InlineKey, MapStateStore, MemoryReservation, PrefetchStages, PrefixEntry,
+    PrefixMap, Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema,
+    key_group_offset, ttl_now,
 };
 
 use crate::error::rocks_api;
@@ -109,8 +110,9 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>
 ///   named prefix with **one** iterator
 ///   seek (`iterate_upper_bound` at the prefix's successor) and the named single entries with
 ///   **one** `batched_multi_get_cf` (sorted keys), and decodes everything it read with one
-///   arrow-row conversion and one [`ValueCodec::decode`] into the bundle's working set (an
-///   ordered map of full keys).
+///   arrow-row conversion and one [`ValueCodec::decode`] into the bundle's working set (a
+///   [`PrefixMap`](state_api::PrefixMap) by full prefix and user key: a hash index of the
+///   full prefixes, each prefix's entries ordered by user key).
 /// - Point reads of entries not hydrated are one `get_pinned_cf` each
 ///   ([`TableStats::point_hydrations`]); a named prefix answers misses without a read.
 /// - [`scan`](MapTable::scan) of a hydrated prefix is served from memory; otherwise it merges
@@ -131,7 +133,8 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>
 ///   `WriteBatch` with the WAL off; the working set is then dropped (a complete table keeps
 ///   it, clean).
 /// - Memory: every resident entry reserves `key + size_of::<Entry<V>>() + heap_size` from the
-///   pool while it is resident (until the bundle ends, or until it is removed from a
+///   pool, and every prefix with resident entries
+///   [`PrefixMap::PREFIX_BYTES`](state_api::PrefixMap::PREFIX_BYTES), while it is resident (until the bundle ends, or until it is removed from a
 ///   complete table); a `put` the pool refuses (after a complete table dropped its clean
 ///   entries) is [`Error::MemoryExhausted`] and changes nothing; hydrated entries the pool
 ///   refuses are kept unreserved for the bundle.
@@ -148,10 +151,14 @@ pub struct RocksMapTable<C: ValueCodec> {
     clock: Arc<dyn Clock>,
     shared: Arc<Shared>,
     rows: RowCodec,
-    /// The bundle's working set (every entry, while complete) by full key (key-group prefix
-    /// ‖ prefix ‖ user key), inline up to 54 bytes: a B-tree search compares up to 11 keys
-    /// per node, and a boxed key is a cache miss per comparison.
-    entries: BTreeMap<InlineMapKey, Entry<C::Value>>,
+    /// The bundle's working set (every entry, while complete) by full prefix (key-group
+    /// prefix ‖ prefix) and user key.
+    entries: PrefixMap<Entry<C::Value>>,
+    /// [`PrefixMap::PREFIX_BYTES`] per prefix of `entries` (at most that: a hydrated
+    /// prefix the pool refuses is kept unreserved, as its entries are).
+    prefixes_reserved: MemoryReservation,
+    /// Prefetch hints in flight: (full prefix hash, full prefix).
+    ahead: PrefetchStages<(u64, InlineKey)>,
     /// Full prefixes (key-group prefix ‖ prefix) whose committed entries are all resident.
     hydrated: HashSet<Vec<u8>, foldhash::fast::RandomState>,
     /// Ranges `[lower, upper)` of full keys the bundle cleared of at least
@@ -160,8 +167,6 @@ pub struct RocksMapTable<C: ValueCodec> {
     bundle: BundlePhase,
     scratch: Vec<u8>,
     prefix_scratch: Vec<u8>,
-    /// The bounds of a scan served from the working set.
-    bounds_scratch: Vec<u8>,
     /// The read buffers of scans, kept between scans (at most [`SCAN_BATCH_MAX`] entries).
     scan_batch: ReadBatch,
     reservation: MemoryReservation,
@@ -214,13 +219,14 @@ impl<C: ValueCodec> RocksMapTable<C> {
             clock: Arc::clone(config.clock()),
             shared,
             rows,
-            entries: BTreeMap::new(),
+            entries: PrefixMap::new(),
+            prefixes_reserved: MemoryReservation::new(Arc::clone(config.memory_pool())),
+            ahead: PrefetchStages::default(),
             hydrated: HashSet::default(),
             range_deletes: Vec::new(),
             bundle: BundlePhase::default(),
             scratch: Vec::new(),
             prefix_scratch: Vec::new(),
-            bounds_scratch: Vec::new(),
             scan_batch: ReadBatch::default(),
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
             complete,
@@ -235,7 +241,31 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// Bytes this table currently holds from the memory pool (its working set: the bundle's,
     /// or every entry while the table is complete).
     pub fn reserved_bytes(&self) -> usize {
-        self.reservation.size()
+        self.reservation.size() + self.prefixes_reserved.size()
+    }
+
+    /// The user key of the full key in `scratch` (after the full prefix in
+    /// `prefix_scratch`).
+    fn scratch_user_key(&self) -> &[u8] {
+        self.scratch
+            .get(self.prefix_scratch.len()..)
+            .unwrap_or_default()
+    }
+
+    /// Sets the prefix charge to what the working set's prefixes need, `extra` more
+    /// prefixes included; a growth the pool refuses is an error and changes nothing.
+    fn charge_prefixes(&mut self, extra: usize) -> Result<()> {
+        // This table charges by the prefix count, not by the map's releases.
+        let _ = self.entries.take_released();
+        let need = (self.entries.prefixes() + extra) * PrefixMap::<Entry<C::Value>>::PREFIX_BYTES;
+        self.prefixes_reserved.try_resize(need)
+    }
+
+    /// Empties the working set and gives back everything it reserved.
+    fn clear_entries(&mut self) {
+        self.entries = PrefixMap::new();
+        self.reservation.free();
+        self.prefixes_reserved.free();
     }
 
     fn check_bundle(&self, operation: &'static str, requires_open: bool) -> Result<()> {
@@ -276,14 +306,32 @@ impl<C: ValueCodec> RocksMapTable<C> {
         decode_stored_values(&self.name, &self.rows, &self.codec, stored)
     }
 
-    /// Inserts a hydrated entry, reserving its memory when the pool grants it.
-    fn admit(&mut self, key: InlineMapKey, mut entry: Entry<C::Value>) {
-        let cost = entry_cost(&self.codec, key.len(), entry.value.as_ref());
+    /// Inserts a hydrated entry of `prefix ‖ user_key`, reserving its memory (and its
+    /// prefix's, when it opens one) when the pool grants it.
+    fn admit(&mut self, prefix: &[u8], user_key: &[u8], mut entry: Entry<C::Value>) {
+        let cost = entry_cost(
+            &self.codec,
+            prefix.len() + user_key.len(),
+            entry.value.as_ref(),
+        );
         if self.reservation.try_grow(cost).is_ok() {
             entry.reserved = cost;
         }
-        if let Some(old) = self.entries.insert(key, entry) {
-            self.reservation.shrink(old.reserved);
+        let opened = match self.entries.entry(prefix, user_key) {
+            PrefixEntry::Occupied(old) => {
+                self.reservation.shrink(old.reserved);
+                *old = entry;
+                false
+            }
+            PrefixEntry::Vacant(vacant) => {
+                let opens = vacant.opens_prefix();
+                vacant.insert(entry);
+                opens
+            }
+        };
+        if opened {
+            // Refused: the prefix stays unreserved, as a refused entry does.
+            let _ = self.charge_prefixes(0);
         }
     }
 
@@ -292,7 +340,10 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn resident(&mut self) -> Result<()> {
         // The prefix first: a complete table answers without a search.
         if self.prefix_resident(self.prefix_scratch.as_slice())
-            || self.entries.contains_bytes(self.scratch.as_slice())
+            || self
+                .entries
+                .get(&self.prefix_scratch, self.scratch_user_key())
+                .is_some()
         {
             return Ok(());
         }
@@ -315,7 +366,12 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 }
             }
         };
-        self.admit(InlineMapKey::from(self.scratch.as_slice()), entry);
+        let (prefix, key) = (
+            std::mem::take(&mut self.prefix_scratch),
+            std::mem::take(&mut self.scratch),
+        );
+        self.admit(&prefix, key.get(prefix.len()..).unwrap_or_default(), entry);
+        (self.prefix_scratch, self.scratch) = (prefix, key);
         Ok(())
     }
 
@@ -327,7 +383,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
     /// Bytes the entry in `scratch` holds from the pool (0 when absent).
     fn scratch_reserved(&self) -> usize {
         self.entries
-            .get_bytes(self.scratch.as_slice())
+            .get(&self.prefix_scratch, self.scratch_user_key())
             .map_or(0, |e| e.reserved)
     }
 
@@ -362,7 +418,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.hydrated.clear();
         let mut freed = 0;
         let epoch = self.dirty.epoch();
-        self.entries.retain(|_, entry| {
+        self.entries.retain(|_, _, entry| {
             if entry.dirty_in == epoch {
                 return true;
             }
@@ -370,6 +426,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
             false
         });
         self.reservation.shrink(freed);
+        // Fewer prefixes: a shrink, which cannot fail.
+        let _ = self.charge_prefixes(0);
     }
 
     /// Before a bundle: a native restore since the last one (a new store generation) changed
@@ -379,8 +437,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         if generation != self.generation {
             self.generation = generation;
             self.complete = false;
-            self.entries.clear();
-            self.reservation.free();
+            self.clear_entries();
         }
     }
 
@@ -390,11 +447,13 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn keep_committed(&mut self, removed: &dirty::KeyList) {
         let mut freed = 0;
         for key in removed.iter() {
-            if let Some(entry) = self.entries.remove_bytes(key) {
+            let (prefix, user_key) = dirty::split_key(key);
+            if let Some(entry) = self.entries.remove(prefix, user_key) {
                 freed += entry.reserved;
             }
         }
         self.reservation.shrink(freed);
+        let _ = self.charge_prefixes(0);
         self.dirty.clear();
         self.range_deletes.clear();
         self.close_bundle();
@@ -412,10 +471,9 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn end_bundle(&mut self) {
         self.complete = false;
         self.dirty.clear();
-        self.entries.clear();
+        self.clear_entries();
         self.hydrated.clear();
         self.range_deletes.clear();
-        self.reservation.free();
         self.close_bundle();
     }
 }

@@ -1,13 +1,11 @@
 //! Scans of the map table: RocksDB bounds of a user-key range, the batched reads of
 //! committed entries, and their merge with the bundle's working set.
 
-use std::collections::btree_map;
 use std::ops::{Bound, ControlFlow};
 
 use rocksdb::ReadOptions;
 use state_api::{
-    ByteKeyedMap, InlineMapKey, Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds,
-    full_key_bounds_in, ttl_scan_visible,
+    PrefixRange, Result, ScanDirection, UserKeyRange, ValueCodec, full_key_bounds, ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -135,10 +133,9 @@ impl<C: ValueCodec> RocksMapTable<C> {
             return Ok(());
         };
         let forward = direction == ScanDirection::Forward;
-        let upper = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let in_range = self
             .entries
-            .range_bytes((Bound::Included(lo.as_slice()), upper));
+            .range(full_prefix, (range.start(), range.end()));
         let ordered: OverlayIter<'_, C::Value> = if forward {
             OverlayIter::Forward(in_range)
         } else {
@@ -169,7 +166,10 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 let Some((key, value)) = iter.item() else {
                     break;
                 };
-                let shadowed = self.entries.contains_bytes(key);
+                let shadowed = self
+                    .entries
+                    .get(full_prefix, key.get(skip..).unwrap_or_default())
+                    .is_some();
                 let shown = split_value(value)
                     .is_none_or(|(ts, _)| ttl_scan_visible(ttl.as_ref(), ts, now));
                 if !shadowed && shown {
@@ -187,15 +187,16 @@ impl<C: ValueCodec> RocksMapTable<C> {
             }
             let (_, values) = self.decode(batch.values())?;
             for (key, value) in batch.keys().zip(&values) {
-                if drain_overlay(&mut overlay, Some(key), forward, skip, &visible, visit).is_break()
-                    || visit(key.get(skip..).unwrap_or_default(), value).is_break()
+                let user_key = key.get(skip..).unwrap_or_default();
+                if drain_overlay(&mut overlay, Some(user_key), forward, &visible, visit).is_break()
+                    || visit(user_key, value).is_break()
                 {
                     stopped = true;
                     break;
                 }
             }
             if exhausted && !stopped {
-                let _ = drain_overlay(&mut overlay, None, forward, skip, &visible, visit);
+                let _ = drain_overlay(&mut overlay, None, forward, &visible, visit);
                 stopped = true;
             }
             batch_size = (batch_size * SCAN_BATCH_GROWTH).min(SCAN_BATCH_MAX);
@@ -208,8 +209,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
         Ok(())
     }
 
-    /// A scan of a hydrated prefix, served from the working set alone: one descent, the
-    /// bounds in a reused buffer, the far bound checked while iterating.
+    /// A scan of a hydrated prefix, served from the working set alone: one probe of the
+    /// prefix index, the prefix's entries in order.
     fn scan_hydrated<F>(
         &mut self,
         full_prefix: &[u8],
@@ -221,34 +222,27 @@ impl<C: ValueCodec> RocksMapTable<C> {
     {
         let now = self.now();
         let ttl = self.ttl;
-        let skip = full_prefix.len();
-        let mut buf = std::mem::take(&mut self.bounds_scratch);
-        let (lower, upper) = full_key_bounds_in(&mut buf, full_prefix, range);
-        let mut step = |key: &[u8], e: &Entry<C::Value>| match &e.value {
+        let mut step = |user_key: &[u8], e: &Entry<C::Value>| match &e.value {
             Some(value) if e.live && ttl_scan_visible(ttl.as_ref(), e.last_access, now) => {
-                visit(key.get(skip..).unwrap_or_default(), value)
+                visit(user_key, value)
             }
             _ => ControlFlow::Continue(()),
         };
+        let entries = self
+            .entries
+            .range(full_prefix, (range.start(), range.end()));
         let _ = if direction == ScanDirection::Forward {
-            self.entries
-                .range_bytes((lower, Bound::Unbounded))
-                .take_while(|(k, _)| within(k.as_bytes(), upper, true))
-                .try_for_each(|(k, e)| step(k.as_bytes(), e))
+            entries.into_iter().try_for_each(|(k, e)| step(k, e))
         } else {
-            self.entries
-                .range_bytes((Bound::Unbounded, upper))
-                .rev()
-                .take_while(|(k, _)| within(k.as_bytes(), lower, false))
-                .try_for_each(|(k, e)| step(k.as_bytes(), e))
+            entries.rev().try_for_each(|(k, e)| step(k, e))
         };
-        self.bounds_scratch = buf;
     }
 
     /// Full keys and timestamps of the committed entries in `[lo, hi)` that the working set
     /// does not hold.
     pub(super) fn committed_keys(
         &self,
+        full_prefix: &[u8],
         lo: &[u8],
         hi: Option<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, i64)>> {
@@ -262,7 +256,8 @@ impl<C: ValueCodec> RocksMapTable<C> {
         iter.seek(lo);
         let mut out = Vec::new();
         while let Some((key, value)) = iter.item() {
-            if !self.entries.contains_bytes(key) {
+            let user_key = key.get(full_prefix.len()..).unwrap_or_default();
+            if self.entries.get(full_prefix, user_key).is_none() {
                 let ts = split_value(value).map_or(0, |(ts, _)| ts);
                 out.push((key.to_vec(), ts));
             }
@@ -273,25 +268,14 @@ impl<C: ValueCodec> RocksMapTable<C> {
     }
 }
 
-/// Whether `key` is inside `bound`: an upper bound when `upper`, else a lower one.
-fn within(key: &[u8], bound: Bound<&[u8]>, upper: bool) -> bool {
-    match (bound, upper) {
-        (Bound::Unbounded, _) => true,
-        (Bound::Included(b), true) => key <= b,
-        (Bound::Excluded(b), true) => key < b,
-        (Bound::Included(b), false) => key >= b,
-        (Bound::Excluded(b), false) => key > b,
-    }
-}
-
 /// The working-set entries of a scan's range in scan order (no allocation per scan).
 enum OverlayIter<'a, V> {
-    Forward(btree_map::Range<'a, InlineMapKey, Entry<V>>),
-    Reverse(std::iter::Rev<btree_map::Range<'a, InlineMapKey, Entry<V>>>),
+    Forward(PrefixRange<'a, Entry<V>>),
+    Reverse(std::iter::Rev<PrefixRange<'a, Entry<V>>>),
 }
 
 impl<'a, V> Iterator for OverlayIter<'a, V> {
-    type Item = (&'a InlineMapKey, &'a Entry<V>);
+    type Item = (&'a [u8], &'a Entry<V>);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
@@ -304,13 +288,12 @@ impl<'a, V> Iterator for OverlayIter<'a, V> {
 /// The working-set side of a merged scan.
 type Overlay<'a, V> = std::iter::Peekable<OverlayIter<'a, V>>;
 
-/// Visits the overlay entries before `bound` (all when `None`) in scan order; `Break` when the
-/// visitor stopped.
+/// Visits the overlay entries before the user key `bound` (all when `None`) in scan order;
+/// `Break` when the visitor stopped.
 fn drain_overlay<V, F>(
     overlay: &mut Overlay<'_, V>,
     bound: Option<&[u8]>,
     forward: bool,
-    skip: usize,
     visible: &dyn Fn(&Entry<V>) -> bool,
     visit: &mut F,
 ) -> ControlFlow<()>
@@ -318,13 +301,7 @@ where
     F: FnMut(&[u8], &V) -> ControlFlow<()> + ?Sized,
 {
     while let Some((key, _)) = overlay.peek() {
-        let before = bound.is_none_or(|b| {
-            if forward {
-                key.as_bytes() < b
-            } else {
-                key.as_bytes() > b
-            }
-        });
+        let before = bound.is_none_or(|b| if forward { *key < b } else { *key > b });
         if !before {
             break;
         }
@@ -332,7 +309,7 @@ where
             && visible(entry)
             && let Some(value) = &entry.value
         {
-            visit(key.as_bytes().get(skip..).unwrap_or_default(), value)?;
+            visit(key, value)?;
         }
     }
     ControlFlow::Continue(())
