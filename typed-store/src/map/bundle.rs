@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::WriteBatch;
 use state_api::{
-    InlineKey, MapHydration, MapTable, PrefixEntry, Result, ScanDirection, SweepProgress,
-    TableStats, TtlRead, UserKeyRange, ValueCodec, ttl_read, ttl_scan_visible,
+    InlineKey, MapHydration, MapTable, PREFETCH_AHEAD, PrefetchStages, PrefixEntry, PrefixMap,
+    Result, ScanDirection, SweepProgress, TableStats, TtlRead, UserKeyRange, ValueCodec, ttl_read,
+    ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -298,29 +299,27 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             // The changed entries in key order: from the dirty list when the working set holds
             // every entry (a complete table), else from the bundle's working set itself.
             let dirty = &self.dirty;
-            // An incomplete table's dirty keys are put together here (its dirty list is not
-            // read: a bundle's working set is dropped at its end).
+            // An incomplete table's dirty entries are found by walking its working set (the
+            // bundle's; its dirty list is not read), a complete table's by looking its
+            // dirty list up.
             let mut listed = KeyList::default();
+            let mut listed_entries = Vec::new();
             if !complete {
                 self.entries.for_each_ordered(|prefix, user_key, entry| {
                     if dirty.is_dirty(entry) {
                         listed.push(prefix, user_key);
+                        listed_entries.push(entry);
                     }
                 });
             }
-            let keys = if complete {
-                dirty.sorted()
+            let changed: Vec<(SplitKey<'_>, &Entry<C::Value>)> = if complete {
+                look_up_dirty(&self.entries, &dirty.sorted())
+                    .into_iter()
+                    .filter(|(_, entry)| dirty.is_dirty(entry))
+                    .collect()
             } else {
-                listed.iter().collect()
+                listed.iter().zip(listed_entries).collect()
             };
-            let changed: Vec<(SplitKey<'_>, &Entry<C::Value>)> = keys
-                .into_iter()
-                .filter_map(|key| {
-                    let (prefix, user_key) = split_key(key);
-                    self.entries.get(prefix, user_key).map(|entry| (key, entry))
-                })
-                .filter(|(_, entry)| dirty.is_dirty(entry))
-                .collect();
             let mut puts: Vec<(i64, &C::Value)> = Vec::new();
             for (_, entry) in &changed {
                 if entry.live
@@ -410,6 +409,31 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
     fn stats(&self) -> TableStats {
         self.stats
     }
+}
+
+/// The working-set entries of `keys` (sorted), each key's prefix slot prefetched
+/// [`PREFETCH_AHEAD`] keys ahead and its entries [`PREFETCH_STAGE`](state_api::PREFETCH_STAGE)
+/// keys ahead (after a bundle, the working set is mostly out of the cache).
+fn look_up_dirty<'a, V>(
+    entries: &'a PrefixMap<Entry<V>>,
+    keys: &[SplitKey<'a>],
+) -> Vec<(SplitKey<'a>, &'a Entry<V>)> {
+    let mut stages = PrefetchStages::default();
+    let mut found = Vec::with_capacity(keys.len());
+    for (at, key) in keys.iter().enumerate() {
+        if let Some(ahead) = keys.get(at + PREFETCH_AHEAD) {
+            let (prefix, _) = split_key(*ahead);
+            let hash = entries.prefetch_prefix(prefix);
+            if let Some((hash, earlier)) = stages.push((hash, *ahead)) {
+                entries.prefetch_entries(hash, split_key(earlier).0);
+            }
+        }
+        let (prefix, user_key) = split_key(*key);
+        if let Some(entry) = entries.get(prefix, user_key) {
+            found.push((*key, entry));
+        }
+    }
+    found
 }
 
 /// What [`RocksMapTable::update_scratch`] did.
