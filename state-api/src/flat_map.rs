@@ -370,13 +370,16 @@ impl<V> FlatMap<V> {
             return;
         };
         if let Some(home) = self.slots.get(Self::home(hash, mask)) {
+            let start: *const u8 = std::ptr::from_ref(home).cast();
             // Exactly the lines the home slot spans (two or three for an 80-byte slot, not
-            // always three).
-            prefetch_bytes(
-                std::ptr::from_ref(home).cast(),
-                size_of::<Option<Slot<V>>>(),
-                usize::MAX,
-            );
+            // always three). The pointers are only computed, never dereferenced.
+            let offset = start.addr() % CACHE_LINE;
+            let mut line = start.wrapping_sub(offset);
+            let end = start.wrapping_add(size_of::<Option<Slot<V>>>());
+            while line < end {
+                prefetch_line(line);
+                line = line.wrapping_add(CACHE_LINE);
+            }
         }
     }
 }
