@@ -1,8 +1,9 @@
 //! The in-memory keyed-state backend.
 //!
 //! Implements the `state-api` traits with decoded values kept in one hash map per key group:
-//! [`MemoryStore`] opens [`MemoryKeyedTable`]s, [`MemoryMapTable`]s (one `BTreeMap` per key
-//! group over `prefix ‖ user key`) and [`MemoryTimerTable`]s; both canonical snapshots (through
+//! [`MemoryStore`] opens [`MemoryKeyedTable`]s, [`MemoryMapTable`]s (one
+//! [`state_api::PrefixMap`] per key group: a hash index of the prefixes, each prefix's entries
+//! ordered by user key) and [`MemoryTimerTable`]s; both canonical snapshots (through
 //! [`state_api::write_canonical_snapshot`]) and native ones of the whole store
 //! ([`MemoryStoreSnapshot`]: every table at one point, restored all or nothing) are
 //! supported. The whole `state-api` conformance suite runs against it

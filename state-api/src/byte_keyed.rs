@@ -14,7 +14,8 @@ use std::ops::Bound;
 use crate::inline_key::InlineBytes;
 
 /// Searches of a `BTreeMap<InlineBytes<N>, V>` by byte keys, in the keys' word-wise order
-/// (see the module docs). Both backends' map tables search their B-trees through it.
+/// (see the module docs). [`PrefixMap`](crate::PrefixMap) searches its B-trees (a large
+/// prefix's entries, restored entries waiting for their prefix) through it.
 ///
 /// ```
 /// use std::collections::BTreeMap;

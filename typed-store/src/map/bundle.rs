@@ -15,7 +15,7 @@ use crate::error::rocks_api;
 use crate::format::{composite_key, encode_stored_values};
 use crate::sweep::sweep_column_family;
 
-use super::dirty::{KeyList, SplitKey, split_key};
+use super::dirty::{DirtyKeys, KeyList, SplitKey, split_key};
 use super::scan::{ReadBatch, rocks_bounds};
 use super::{Entry, RANGE_DELETE_MIN_ENTRIES, RocksMapTable, entry_cost};
 
@@ -68,14 +68,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.resident()?;
         let now = self.now();
         let ttl = self.ttl;
-        let Self {
-            entries,
-            prefix_scratch,
-            scratch,
-            dirty,
-            ..
-        } = self;
-        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        let (entries, prefix_scratch, user_key, dirty) = self.scratch_parts();
         let Some(entry) = entries.get_mut(prefix_scratch, user_key) else {
             return Ok(None);
         };
@@ -177,21 +170,20 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         self.set_keys(key_group, prefix, user_key);
         self.resident()?;
         let mut freed = 0;
-        let Self {
-            entries,
-            prefix_scratch,
-            scratch,
-            dirty,
-            ..
-        } = self;
-        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        let codec = &self.codec;
+        let (entries, prefix_scratch, user_key, dirty) = split_scratch(
+            &mut self.entries,
+            &self.prefix_scratch,
+            &self.scratch,
+            &mut self.dirty,
+        );
         if let Some(entry) = entries.get_mut(prefix_scratch, user_key)
             && entry.live
         {
             entry.live = false;
             dirty.mark(entry, prefix_scratch, user_key);
             if let Some(value) = entry.value.take() {
-                freed = self.codec.heap_size(&value).min(entry.reserved);
+                freed = codec.heap_size(&value).min(entry.reserved);
                 entry.reserved -= freed;
             }
         }
@@ -436,6 +428,26 @@ fn look_up_dirty<'a, V>(
     found
 }
 
+/// The working set, a full key as (full prefix, user key), and the dirty list.
+type ScratchParts<'a, V> = (
+    &'a mut PrefixMap<Entry<V>>,
+    &'a [u8],
+    &'a [u8],
+    &'a mut DirtyKeys,
+);
+
+/// `full_key` (which starts with `full_prefix`) split, with the working set and dirty list:
+/// the borrows a working-set update needs at once.
+fn split_scratch<'a, V>(
+    entries: &'a mut PrefixMap<Entry<V>>,
+    full_prefix: &'a [u8],
+    full_key: &'a [u8],
+    dirty: &'a mut DirtyKeys,
+) -> ScratchParts<'a, V> {
+    let user_key = full_key.get(full_prefix.len()..).unwrap_or_default();
+    (entries, full_prefix, user_key, dirty)
+}
+
 /// What [`RocksMapTable::update_scratch`] did.
 enum Found<R> {
     /// The visible value was updated; `f`'s result.
@@ -448,11 +460,19 @@ enum Found<R> {
 impl<C: ValueCodec> RocksMapTable<C> {
     /// The working-set entry of the full key in `scratch`.
     fn scratch_entry(&mut self) -> Option<&mut Entry<C::Value>> {
-        let user_key = self
-            .scratch
-            .get(self.prefix_scratch.len()..)
-            .unwrap_or_default();
-        self.entries.get_mut(&self.prefix_scratch, user_key)
+        let (entries, prefix, user_key, _) = self.scratch_parts();
+        entries.get_mut(prefix, user_key)
+    }
+
+    /// The working set, the full key in `scratch` as (full prefix, user key), and the dirty
+    /// list, borrowed together.
+    fn scratch_parts(&mut self) -> ScratchParts<'_, C::Value> {
+        split_scratch(
+            &mut self.entries,
+            &self.prefix_scratch,
+            &self.scratch,
+            &mut self.dirty,
+        )
     }
 
     /// Sets the entry in `scratch` (holding `previous` reserved bytes) to `value`, live and
@@ -475,14 +495,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 return Err(e);
             }
         }
-        let Self {
-            entries,
-            prefix_scratch,
-            scratch,
-            dirty,
-            ..
-        } = self;
-        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        let (entries, prefix_scratch, user_key, dirty) = self.scratch_parts();
         // One probe of the prefix index and one search of the prefix.
         let entry = match entries.entry(prefix_scratch, user_key) {
             PrefixEntry::Occupied(entry) => entry,
@@ -559,14 +572,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 return Err(e);
             }
         }
-        let Self {
-            entries,
-            scratch,
-            prefix_scratch,
-            dirty,
-            ..
-        } = self;
-        let user_key = scratch.get(prefix_scratch.len()..).unwrap_or_default();
+        let (entries, prefix_scratch, user_key, dirty) = self.scratch_parts();
         if let Some(entry) = entries.get_mut(prefix_scratch, user_key) {
             entry.reserved += growth;
             entry.last_access = now;

@@ -134,9 +134,10 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>
 ///   it, clean).
 /// - Memory: every resident entry reserves `key + size_of::<Entry<V>>() + heap_size` from the
 ///   pool, and every prefix with resident entries
-///   [`PrefixMap::PREFIX_BYTES`](state_api::PrefixMap::PREFIX_BYTES), while it is resident (until the bundle ends, or until it is removed from a
-///   complete table); a `put` the pool refuses (after a complete table dropped its clean
-///   entries) is [`Error::MemoryExhausted`] and changes nothing; hydrated entries the pool
+///   [`PrefixMap::PREFIX_BYTES`](state_api::PrefixMap::PREFIX_BYTES), while it is resident
+///   (until the bundle ends, or until it is removed from a complete table); a `put` the
+///   pool refuses (after a complete table dropped its clean entries) is
+///   [`Error::MemoryExhausted`] and changes nothing; hydrated entries (and prefixes) the pool
 ///   refuses are kept unreserved for the bundle.
 /// - TTL: as [`MapTable`] documents; the TTL compaction filter of the store applies to the
 ///   table's column family, and [`sweep_expired`](MapTable::sweep_expired) is a bounded scan.
