@@ -13,6 +13,10 @@
 //!   bytes (Flink's RocksDB access pattern) vs memory-store.
 //! - `restore_load/<variant>`: bulk-loading 200k sorted entries into a fresh column family
 //!   with 8 MiB write batches (WAL off) vs an SST file + `ingest_external_file_cf`.
+//! - `map_inserts/hint_{on,off}`: W3's write pattern, 100,000 new map entries (10,000
+//!   prefixes, 46-byte RocksDB keys) committed by a map table in 25 bundles of 4,000 into a fresh
+//!   store, with the memtable's sequential insert hint (`MemtableOptions`) on and off; the
+//!   store is opened outside the timed part.
 //!
 //! `cargo bench -p sfstate-bench --bench typed_store`
 //!
@@ -30,8 +34,9 @@ use rocksdb::{
     IngestExternalFileOptions, Options, SstFileWriter, WriteBatch, WriteOptions,
 };
 use state_api::{I64Codec, KeyedStateStore, KeyedTable, StoreConfig};
+use state_api::{MapHydration, MapStateStore, MapTable};
 use tempfile::TempDir;
-use typed_store::{RocksSlot, RocksStore};
+use typed_store::{MemtableOptions, RocksSlot, RocksStore};
 
 /// Keys in the hydration column family.
 const HYDRATE_KEYS: usize = 1_000_000;
@@ -429,5 +434,65 @@ fn restore_load(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, hydrate, commit, restore_load);
+/// Entries of the `map_inserts` benchmark, and how many a bundle commits.
+const MAP_ENTRIES: u64 = 100_000;
+const MAP_BUNDLE: u64 = 4_000;
+
+/// Commits `MAP_ENTRIES` new entries in bundles of `MAP_BUNDLE` into a fresh map table of a
+/// store opened with `slot`: the time of the bundles only.
+fn map_inserts_once(slot: &RocksSlot) -> Duration {
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = StoreConfig::try_new(mp(), mp().key_groups()).expect("config");
+    let mut store = RocksStore::open(dir.path(), config, slot).expect("open");
+    let mut table = store
+        .open_map_table("records", I64Codec, None)
+        .expect("map table");
+    let started = std::time::Instant::now();
+    for bundle in 0..MAP_ENTRIES / MAP_BUNDLE {
+        table.begin_bundle(MapHydration::none()).expect("begin");
+        for i in bundle * MAP_BUNDLE..(bundle + 1) * MAP_BUNDLE {
+            // W3's shape: the join key's row as the prefix, the record's row as the user key.
+            let join_key = splitmix(i) % 10_000;
+            let (kg, prefix) = key(usize::try_from(join_key).expect("key"));
+            let mut record = [0_u8; 32];
+            record[8..16].copy_from_slice(&i.to_le_bytes());
+            record[16..24].copy_from_slice(&join_key.to_le_bytes());
+            record[24..].copy_from_slice(&(splitmix(i ^ 7) % 1000).to_le_bytes());
+            table.put(kg, &prefix, &record, 1).expect("put");
+        }
+        table.commit_bundle().expect("commit");
+    }
+    let elapsed = started.elapsed();
+    drop(table);
+    elapsed
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn map_inserts(c: &mut Criterion) {
+    let mut g = c.benchmark_group("map_inserts");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(MAP_ENTRIES));
+    for hint in [true, false] {
+        let mut memtable = MemtableOptions::default();
+        memtable.sequential_insert_hint = hint;
+        let slot = RocksSlot::try_new(128 << 20)
+            .expect("slot")
+            .with_memtable(memtable);
+        let name = if hint { "hint_on" } else { "hint_off" };
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| map_inserts_once(&slot)).sum());
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, hydrate, commit, restore_load, map_inserts);
 criterion_main!(benches);

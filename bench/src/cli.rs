@@ -35,6 +35,7 @@ USAGE: sfstate-bench [OPTIONS]
   --write-behind-mib M typed-store write-behind limit per keyed table, 0 = write-through
                        per bundle (default: the slot's, 32)
   --memtable-bloom R   typed-store memtable bloom ratio, 0 = off (default: the slot's)
+  --insert-hint on|off typed-store memtable sequential insert hint (default: the slot's, on)
   --quick              50000 events, 2000 keys: a check that runs in seconds (CI)
   --json               print the reports as JSON (one array) instead of the table
   --dir PATH           where stores and snapshots go (default: the temp directory)
@@ -75,6 +76,8 @@ pub struct Options {
     pub write_behind_mib: Option<usize>,
     /// typed-store memtable bloom ratio, `None` for the slot's default.
     pub memtable_bloom: Option<f64>,
+    /// typed-store memtable sequential insert hint, `None` for the slot's default.
+    pub insert_hint: Option<bool>,
     /// JSON output.
     pub json: bool,
     /// Working directory.
@@ -106,6 +109,7 @@ impl Default for Options {
             inplace: None,
             write_behind_mib: None,
             memtable_bloom: None,
+            insert_hint: None,
             json: false,
             dir: std::env::temp_dir(),
             progress: true,
@@ -195,6 +199,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
                     _ => return Err(usage("--inplace on|off")),
                 };
             }
+            "--insert-hint" => {
+                o.insert_hint = match args.next().as_deref() {
+                    Some("on") => Some(true),
+                    Some("off") => Some(false),
+                    _ => return Err(usage("--insert-hint on|off")),
+                };
+            }
             "--quick" => {
                 o.events = 50_000;
                 o.keys = 2_000;
@@ -220,8 +231,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
 /// The first run's failure.
 pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
     #[cfg(feature = "typed")]
-    let memtable = (options.inplace.is_some() || options.memtable_bloom.is_some()).then(|| {
+    let memtable = (options.inplace.is_some()
+        || options.memtable_bloom.is_some()
+        || options.insert_hint.is_some())
+    .then(|| {
         let mut m = MemtableOptions::default();
+        if let Some(hint) = options.insert_hint {
+            m.sequential_insert_hint = hint;
+        }
         if let Some(inplace) = options.inplace {
             m.inplace_updates = inplace;
         }

@@ -312,7 +312,7 @@ impl RocksStore {
                 let cell = TtlCell::new();
                 fresh
                     .db
-                    .create_cf(&name, &self.shared.cf_options(&cell))
+                    .create_cf(&name, &self.shared.cf_options(&cell)?)
                     .map_err(Error::rocks("create column family"))?;
                 fresh.ttl_cells.insert(name.clone(), cell);
                 put_meta(

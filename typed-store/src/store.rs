@@ -188,7 +188,10 @@ impl Shared {
 
     /// Column-family options: the slot's sizing and cache, LZ4, and a TTL compaction filter
     /// factory reading `cell`.
-    pub(crate) fn cf_options(&self, cell: &Arc<TtlCell>) -> Options {
+    ///
+    /// # Errors
+    /// As [`RocksSlot::base_options`].
+    pub(crate) fn cf_options(&self, cell: &Arc<TtlCell>) -> Result<Options> {
         cf_options(&self.slot, Arc::clone(cell), Arc::clone(&self.clock))
     }
 
@@ -212,7 +215,7 @@ impl Shared {
         let cell = TtlCell::new();
         cell.set(ttl_millis);
         st.db
-            .create_cf(&name, &self.cf_options(&cell))
+            .create_cf(&name, &self.cf_options(&cell)?)
             .map_err(Error::rocks("create column family"))?;
         st.ttl_cells.insert(name.clone(), cell);
         Ok(name)
@@ -257,12 +260,12 @@ impl Drop for Shared {
     }
 }
 
-fn cf_options(slot: &RocksSlot, cell: Arc<TtlCell>, clock: Arc<dyn Clock>) -> Options {
-    let mut options = Options::default();
+fn cf_options(slot: &RocksSlot, cell: Arc<TtlCell>, clock: Arc<dyn Clock>) -> Result<Options> {
+    let mut options = slot.base_options()?;
     slot.apply_cf(&mut options);
     options.set_compression_type(DBCompressionType::Lz4);
     options.set_compaction_filter_factory(TtlFilterFactory::new(cell, clock));
-    options
+    Ok(options)
 }
 
 /// How [`open_db`] treats a directory.
@@ -291,7 +294,7 @@ pub(crate) fn open_db(
             reason: "no CURRENT file: not a complete RocksDB checkpoint",
         });
     }
-    let mut db_options = cf_options(slot, TtlCell::new(), Arc::clone(clock));
+    let mut db_options = cf_options(slot, TtlCell::new(), Arc::clone(clock))?;
     // The default family holds only a few metadata entries: a small memtable and arena, so
     // an idle store charges next to nothing to the slot's write-buffer manager.
     db_options.set_write_buffer_size(METADATA_WRITE_BUFFER_BYTES);
@@ -310,7 +313,7 @@ pub(crate) fn open_db(
         let cell = TtlCell::new();
         descriptors.push(ColumnFamilyDescriptor::new(
             name,
-            cf_options(slot, Arc::clone(&cell), Arc::clone(clock)),
+            cf_options(slot, Arc::clone(&cell), Arc::clone(clock))?,
         ));
         ttl_cells.insert(name.clone(), cell);
     }
