@@ -302,12 +302,14 @@ impl<V> PrefixMap<V> {
         hash
     }
 
-    /// Asks the CPU for the first [`PREFETCH_ENTRY_LINES`] cache lines of the entries of
-    /// `prefix` (hash `hash`, from [`prefetch_prefix`](Self::prefetch_prefix) some
-    /// operations earlier, so that its slot is cached by now). A hint: it changes nothing.
+    /// Asks the CPU for the first [`PREFETCH_ENTRY_LINES`] cache lines of the entries of the
+    /// prefix of hash `hash` (from [`prefetch_prefix`](Self::prefetch_prefix) some
+    /// operations earlier, so that its slot is cached by now). Found by the hash alone, so a
+    /// prefetch stage keeps no key bytes; a prefix sharing the hash may be the one fetched.
+    /// A hint: it changes nothing.
     #[inline]
-    pub fn prefetch_entries(&self, hash: u64, prefix: &[u8]) {
-        if let Some(Bucket::Small(v)) = self.buckets.get_hashed(hash, prefix) {
+    pub fn prefetch_entries(&self, hash: u64) {
+        if let Some(Bucket::Small(v)) = self.buckets.get_by_hash_for_hint(hash) {
             prefetch_bytes(
                 v.as_ptr().cast(),
                 std::mem::size_of_val(v.as_slice()),

@@ -18,11 +18,11 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
-    BundlePhase, CanonicalTable, Clock, InlineKey, MapHydration, MapTable, MemoryReservation,
-    PrefetchStages, PrefixEntry, PrefixMap, Result, ScanDirection, StoreConfig, SweepProgress,
-    TableStats, TtlConfig, TtlRead, UserKeyRange, ValueCodec, canonical_schema,
-    decode_canonical_batch, encode_canonical_batch, key_group_offset, map_entry_key, ttl_exported,
-    ttl_now, ttl_read, ttl_scan_visible,
+    BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, PrefetchStages,
+    PrefixEntry, PrefixMap, Result, ScanDirection, StoreConfig, SweepProgress, TableStats,
+    TtlConfig, TtlRead, UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch,
+    encode_canonical_batch, key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read,
+    ttl_scan_visible,
 };
 
 use crate::in_place::{reserve_replacement, update_in_place};
@@ -91,8 +91,8 @@ pub(crate) struct MapCore<C: ValueCodec> {
     staged: Option<Staged<C::Value>>,
     stats: TableStats,
     scratch: Vec<u8>,
-    /// Prefetch hints in flight: (group, prefix hash, prefix).
-    ahead: PrefetchStages<(usize, u64, InlineKey)>,
+    /// Prefetch hints in flight: (group, prefix hash).
+    ahead: PrefetchStages<(usize, u64)>,
 }
 
 impl<C: ValueCodec> MapCore<C> {
@@ -174,10 +174,10 @@ impl<C: ValueCodec> MapCore<C> {
             return;
         };
         let hash = group.prefetch_prefix(prefix);
-        if let Some((index, hash, prefix)) = self.ahead.push((index, hash, InlineKey::from(prefix)))
+        if let Some((index, hash)) = self.ahead.push((index, hash))
             && let Some(group) = self.groups.get(index)
         {
-            group.prefetch_entries(hash, prefix.as_bytes());
+            group.prefetch_entries(hash);
         }
     }
 

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::WriteBatch;
 use state_api::{
-    InlineKey, MapHydration, MapTable, PREFETCH_AHEAD, PrefetchStages, PrefixEntry, PrefixMap,
-    Result, ScanDirection, SweepProgress, TableStats, TtlRead, UserKeyRange, ValueCodec, ttl_read,
+    MapHydration, MapTable, PREFETCH_AHEAD, PrefetchStages, PrefixEntry, PrefixMap, Result,
+    ScanDirection, SweepProgress, TableStats, TtlRead, UserKeyRange, ValueCodec, ttl_read,
     ttl_scan_visible,
 };
 
@@ -16,7 +16,7 @@ use crate::format::{composite_key, encode_stored_values};
 use crate::sweep::sweep_column_family;
 
 use super::dirty::{DirtyKeys, KeyList, SplitKey, split_key};
-use super::scan::{ReadBatch, rocks_bounds};
+use super::scan::rocks_bounds;
 use super::{Entry, RANGE_DELETE_MIN_ENTRIES, RocksMapTable, entry_cost};
 
 impl<C: ValueCodec> MapTable for RocksMapTable<C> {
@@ -156,11 +156,8 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
             prefix,
         );
         let hash = self.entries.prefetch_prefix(&self.prefix_scratch);
-        if let Some((hash, full_prefix)) = self
-            .ahead
-            .push((hash, InlineKey::from(self.prefix_scratch.as_slice())))
-        {
-            self.entries.prefetch_entries(hash, full_prefix.as_bytes());
+        if let Some(earlier) = self.ahead.push(hash) {
+            self.entries.prefetch_entries(earlier);
         }
     }
 
@@ -285,6 +282,10 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         // The keys of the entries this commit deletes (they leave a complete working set).
         let complete = self.complete;
         let mut removed = KeyList::default();
+        // The encoded values go into the scans' read buffers (reused, not allocated per
+        // commit).
+        let mut encoded = std::mem::take(&mut self.scan_batch);
+        encoded.clear();
         {
             let st = self.shared.read();
             let cf = st.table_cf(&self.name)?;
@@ -320,12 +321,17 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     puts.push((entry.last_access, value));
                 }
             }
-            let mut encoded = ReadBatch::default();
             encode_stored_values(&self.name, &self.rows, &self.codec, &puts, |_, bytes| {
                 encoded.push(&[], bytes);
             })?;
             let mut values = encoded.values();
-            let mut batch = WriteBatch::default();
+            // Allocated once at its final size (growing by doubling copied the batch and
+            // faulted in fresh pages at every step).
+            let mut batch = WriteBatch::with_capacity_bytes(write_batch_bytes(
+                changed.iter().map(|(split, _)| split.0.len()),
+                encoded.value_bytes(),
+                &self.range_deletes,
+            ));
             // Range deletes first: the puts after them in the batch carry later sequence
             // numbers, so an entry put after a range remove survives it.
             for (lower, upper) in &self.range_deletes {
@@ -359,6 +365,7 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                     .map_err(rocks_api("commit"))?;
             }
         }
+        self.scan_batch = encoded;
         self.stats.written_keys += written;
         self.stats.bundles += 1;
         if self.complete {
@@ -403,6 +410,24 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
     }
 }
 
+/// An upper bound of the bytes of a `WriteBatch` of the keys `key_lens` (each a put or a
+/// delete in a column family), `value_bytes` of values and `range_deletes`: RocksDB's
+/// 12-byte header, then per record a tag byte, the family id and the lengths as varints
+/// (at most 5 bytes each), and the bytes.
+fn write_batch_bytes(
+    key_lens: impl Iterator<Item = usize>,
+    value_bytes: usize,
+    range_deletes: &[(Vec<u8>, Vec<u8>)],
+) -> usize {
+    const RECORD_OVERHEAD: usize = 1 + 3 * 5;
+    let keys: usize = key_lens.map(|len| len + RECORD_OVERHEAD).sum();
+    let ranges: usize = range_deletes
+        .iter()
+        .map(|(lower, upper)| lower.len() + upper.len() + RECORD_OVERHEAD)
+        .sum();
+    12 + keys + value_bytes + ranges
+}
+
 /// The working-set entries of `keys` (sorted), each key's prefix slot prefetched
 /// [`PREFETCH_AHEAD`] keys ahead and its entries [`PREFETCH_STAGE`](state_api::PREFETCH_STAGE)
 /// keys ahead (after a bundle, the working set is mostly out of the cache).
@@ -416,8 +441,8 @@ fn look_up_dirty<'a, V>(
         if let Some(ahead) = keys.get(at + PREFETCH_AHEAD) {
             let (prefix, _) = split_key(*ahead);
             let hash = entries.prefetch_prefix(prefix);
-            if let Some((hash, earlier)) = stages.push((hash, *ahead)) {
-                entries.prefetch_entries(hash, split_key(earlier).0);
+            if let Some(earlier) = stages.push(hash) {
+                entries.prefetch_entries(earlier);
             }
         }
         let (prefix, user_key) = split_key(*key);

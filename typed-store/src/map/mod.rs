@@ -24,9 +24,9 @@ use std::sync::atomic::Ordering;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, Clock, InlineKey, MapStateStore, MemoryReservation, PrefetchStages, PrefixEntry,
-    PrefixMap, Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema,
-    key_group_offset, ttl_now,
+    BundlePhase, Clock, MapStateStore, MemoryReservation, PrefetchStages, PrefixEntry, PrefixMap,
+    Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset,
+    ttl_now,
 };
 
 use crate::error::rocks_api;
@@ -158,8 +158,8 @@ pub struct RocksMapTable<C: ValueCodec> {
     /// [`PrefixMap::PREFIX_BYTES`] per prefix of `entries` (at most that: a hydrated
     /// prefix the pool refuses is kept unreserved, as its entries are).
     prefixes_reserved: MemoryReservation,
-    /// Prefetch hints in flight: (full prefix hash, full prefix).
-    ahead: PrefetchStages<(u64, InlineKey)>,
+    /// Prefetch hints in flight: the full prefixes' hashes.
+    ahead: PrefetchStages<u64>,
     /// Full prefixes (key-group prefix ‖ prefix) whose committed entries are all resident.
     hydrated: HashSet<Vec<u8>, foldhash::fast::RandomState>,
     /// Ranges `[lower, upper)` of full keys the bundle cleared of at least

@@ -99,6 +99,11 @@ impl ReadBatch {
         Self::slices(&self.keys, &self.key_ends)
     }
 
+    /// The bytes of every value pushed.
+    pub(super) fn value_bytes(&self) -> usize {
+        self.values.len()
+    }
+
     pub(super) fn values(&self) -> impl ExactSizeIterator<Item = &[u8]> {
         Self::slices(&self.values, &self.value_ends)
     }
