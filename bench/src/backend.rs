@@ -34,6 +34,34 @@ pub trait Backend: Sync {
     /// # Errors
     /// A backend or I/O failure.
     fn disk_bytes(&self, store: &Self::Store, tables: &[&str]) -> BenchResult<u64>;
+
+    /// Writes what the store still holds back (typed-store's write-behind buffers) into its
+    /// state: the last step of a run's timed part, so that a run's events per second include
+    /// every write. Default: nothing to write.
+    ///
+    /// # Errors
+    /// A backend failure.
+    fn finish(&self, _store: &Self::Store) -> BenchResult<()> {
+        Ok(())
+    }
+}
+
+/// [`Backend::finish`] of every store, each on its own thread.
+///
+/// # Errors
+/// The first store's failure.
+pub fn finish_all<B: Backend>(backend: &B, stores: &mut [B::Store]) -> BenchResult<()> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = stores
+            .iter_mut()
+            .map(|store| scope.spawn(move || backend.finish(store)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(crate::error::BenchError::Thread)))
+            .collect::<BenchResult<Vec<()>>>()
+    })?;
+    Ok(())
 }
 
 #[cfg(feature = "typed")]
@@ -80,6 +108,10 @@ impl Backend for Typed {
         }
         let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(self.pool_bytes));
         Ok(RocksStore::open(dir, config.with_memory_pool(pool), &slot)?)
+    }
+
+    fn finish(&self, store: &RocksStore) -> BenchResult<()> {
+        Ok(store.write_pending()?)
     }
 
     fn disk_bytes(&self, store: &RocksStore, tables: &[&str]) -> BenchResult<u64> {

@@ -496,6 +496,9 @@ where
             .collect();
         (source, results)
     });
+    // Part of the timed run: every committed write reaches the store's state (each
+    // subtask's store on its own thread, as the subtasks ran).
+    crate::backend::finish_all(backend, &mut subtasks.stores)?;
     let elapsed = started.elapsed();
     let peak_rss_bytes = peak_rss();
     if let Some(bar) = &progress {

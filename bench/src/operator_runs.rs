@@ -557,7 +557,7 @@ where
         .tempdir_in(&spec.dir)?;
     let mp = MaxParallelism::new(MAX_PARALLELISM)?;
     let owners = owners(mp, Parallelism::new(spec.parallelism)?);
-    let (stores, mut ops) = open_ops(
+    let (mut stores, mut ops) = open_ops(
         backend,
         workload,
         spec.bundle,
@@ -596,6 +596,9 @@ where
             .map(|h| h.join().unwrap_or(Err(BenchError::Thread)))
             .collect()
     });
+    // Part of the timed run: every committed write reaches the store's state (each
+    // subtask's store on its own thread, as the subtasks ran).
+    crate::backend::finish_all(backend, &mut stores)?;
     let elapsed = started.elapsed();
     let peak_rss_bytes = peak_rss();
     if let Some(bar) = &progress {

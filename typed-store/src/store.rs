@@ -604,6 +604,17 @@ impl RocksStore {
         Ok(())
     }
 
+    /// Writes every table's pending writes (the keyed tables' write-behind slots and the
+    /// complete map tables' buffers) to RocksDB's memtables now, without flushing them to SST
+    /// files: what a native checkpoint does first. For callers that want every committed
+    /// change in RocksDB at a point of their choosing (a benchmark's end of the timed part).
+    ///
+    /// # Errors
+    /// RocksDB failures; `BundleState` while a keyed table is in an open bundle.
+    pub fn write_pending(&self) -> state_api::Result<()> {
+        self.shared.flush_write_behind()
+    }
+
     /// Writes the table's pending writes and flushes the memtables of `table` to an SST
     /// file (for tests and tools; the store itself never forces flushes).
     ///

@@ -1,6 +1,7 @@
 //! The bundle operations of the map table ([`MapTable`]).
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use keygroup::{KeyGroup, KeyGroupRange};
@@ -286,9 +287,13 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         // commit).
         let mut encoded = std::mem::take(&mut self.scan_batch);
         encoded.clear();
-        {
-            let st = self.shared.read();
-            let cf = st.table_cf(&self.name)?;
+        // A complete table without range deletes in the bundle buffers its writes
+        // (`pending.rs`); anything else writes through, after the pending writes.
+        let behind = complete && self.write_behind_limit > 0 && self.range_deletes.is_empty();
+        if !behind {
+            self.pending.flush()?;
+        }
+        let appended = {
             // The changed entries in key order: from the dirty list when the working set holds
             // every entry (a complete table), else from the bundle's working set itself.
             let dirty = &self.dirty;
@@ -325,29 +330,19 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                 encoded.push(&[], bytes);
             })?;
             let mut values = encoded.values();
-            // Allocated once at its final size (growing by doubling copied the batch and
-            // faulted in fresh pages at every step).
-            let mut batch = WriteBatch::with_capacity_bytes(write_batch_bytes(
-                changed.iter().map(|(split, _)| split.0.len()),
-                encoded.value_bytes(),
-                &self.range_deletes,
-            ));
-            // Range deletes first: the puts after them in the batch carry later sequence
-            // numbers, so an entry put after a range remove survives it.
-            for (lower, upper) in &self.range_deletes {
-                batch.delete_range_cf(&cf, lower, upper);
-            }
             let covered = |key: &[u8]| {
                 self.range_deletes
                     .iter()
                     .any(|(lower, upper)| lower.as_slice() <= key && key < upper.as_slice())
             };
+            // Key and stored value (`None`: a delete) of every write, in key order.
+            let mut writes: Vec<(&[u8], Option<&[u8]>)> = Vec::with_capacity(changed.len());
             for &(split, entry) in &changed {
                 let key = split.0;
                 written += 1;
                 if entry.live && entry.value.is_some() {
                     if let Some(bytes) = values.next() {
-                        batch.put_cf(&cf, key, bytes);
+                        writes.push((key, Some(bytes)));
                     }
                 } else {
                     if complete && !entry.live {
@@ -355,30 +350,42 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
                         removed.push(prefix, user_key);
                     }
                     if !covered(key) {
-                        batch.delete_cf(&cf, key);
+                        writes.push((key, None));
                     }
                 }
             }
-            if !batch.is_empty() {
-                st.db
-                    .write_opt(batch, &self.shared.write_options)
-                    .map_err(rocks_api("commit"))?;
+            let appended = behind && self.pending.append(writes.iter().copied());
+            if !appended {
+                // A refused reservation: the pending writes are older, they go first.
+                if behind {
+                    self.pending.flush()?;
+                }
+                self.write_through(&writes, encoded.value_bytes())?;
             }
-        }
+            appended
+        };
         self.scan_batch = encoded;
         self.stats.written_keys += written;
         self.stats.bundles += 1;
         if self.complete {
             self.keep_committed(&removed);
+            if appended && self.pending.bytes() > self.write_behind_limit {
+                // The commit itself is done: a failed flush keeps the writes pending for the
+                // next flush point, which reports it.
+                let _ = self.pending.flush();
+            }
             // A bounded pool is shared (with the store's other tables, and with other stores
             // of its slot), and nothing evicts across tables: a complete table that leaves
-            // it more than half used gives its entries back and reads from then on.
-            let pool = self.reservation.pool();
-            if pool
-                .capacity()
-                .is_some_and(|capacity| pool.used() > capacity / 2)
-            {
-                self.drop_clean_entries();
+            // it more than half used writes its pending writes, then, if that was not enough,
+            // gives its entries back and reads from then on. (A failed flush leaves the table
+            // complete; the next flush point reports it.)
+            let pool = Arc::clone(self.reservation.pool());
+            let crowded = || {
+                pool.capacity()
+                    .is_some_and(|capacity| pool.used() > capacity / 2)
+            };
+            if crowded() && self.pending.flush().is_ok() && crowded() {
+                let _ = self.drop_clean_entries();
             }
         } else {
             self.end_bundle();
@@ -394,6 +401,9 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
         let Some(ttl) = self.ttl else {
             return Ok(SweepProgress::nothing_to_sweep());
         };
+        // The sweep scans RocksDB (a table with TTL is never complete, so nothing is pending;
+        // kept for the rule that every read of RocksDB as a whole flushes first).
+        self.pending.flush()?;
         let now = self.clock.now_millis();
         sweep_column_family(
             &self.shared,
@@ -483,6 +493,37 @@ enum Found<R> {
 }
 
 impl<C: ValueCodec> RocksMapTable<C> {
+    /// Writes the bundle's range deletes, then `writes` (key and stored value, `None` for a
+    /// delete; `value_bytes` of values in all), in one `WriteBatch` with the WAL off.
+    fn write_through(&self, writes: &[(&[u8], Option<&[u8]>)], value_bytes: usize) -> Result<()> {
+        let st = self.shared.read();
+        let cf = st.table_cf(&self.name)?;
+        // Allocated once at its final size (growing by doubling copied the batch and
+        // faulted in fresh pages at every step).
+        let mut batch = WriteBatch::with_capacity_bytes(write_batch_bytes(
+            writes.iter().map(|(key, _)| key.len()),
+            value_bytes,
+            &self.range_deletes,
+        ));
+        // Range deletes first: the puts after them in the batch carry later sequence
+        // numbers, so an entry put after a range remove survives it.
+        for (lower, upper) in &self.range_deletes {
+            batch.delete_range_cf(&cf, lower, upper);
+        }
+        for (key, value) in writes {
+            match value {
+                Some(bytes) => batch.put_cf(&cf, key, bytes),
+                None => batch.delete_cf(&cf, key),
+            }
+        }
+        if !batch.is_empty() {
+            st.db
+                .write_opt(batch, &self.shared.write_options)
+                .map_err(rocks_api("commit"))?;
+        }
+        Ok(())
+    }
+
     /// The working-set entry of the full key in `scratch`.
     fn scratch_entry(&mut self) -> Option<&mut Entry<C::Value>> {
         let (entries, prefix, user_key, _) = self.scratch_parts();
@@ -511,9 +552,11 @@ impl<C: ValueCodec> RocksMapTable<C> {
             // asks once more, as for the entry); refused, nothing changes.
             let mut charged = self.charge_prefixes(1);
             if charged.is_err() && self.complete {
-                self.drop_clean_entries();
-                charged = self
-                    .charge_prefixes(usize::from(!self.entries.has_bucket(&self.prefix_scratch)));
+                charged = self.drop_clean_entries().and_then(|()| {
+                    self.charge_prefixes(usize::from(
+                        !self.entries.has_bucket(&self.prefix_scratch),
+                    ))
+                });
             }
             if let Err(e) = charged {
                 self.reservation.shrink(needed.saturating_sub(previous));
@@ -586,8 +629,10 @@ impl<C: ValueCodec> RocksMapTable<C> {
             // this one stays while they go (dropping them makes the table incomplete, whose
             // commit does not read the dirty list).
             let was_dirty = std::mem::replace(&mut entry.dirty_in, dirty.epoch());
-            self.drop_clean_entries();
-            if let Err(e) = self.reservation.try_grow(growth) {
+            let room = self
+                .drop_clean_entries()
+                .and_then(|()| self.reservation.try_grow(growth));
+            if let Err(e) = room {
                 if let Some(entry) = self.scratch_entry() {
                     if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
                         *value = backup;

@@ -8,18 +8,20 @@
 mod bundle;
 mod dirty;
 mod hydrate;
+mod pending;
 mod restore;
 mod scan;
 
 use dirty::DirtyKeys;
+use pending::PendingMapWrites;
 use scan::ReadBatch;
 #[cfg(doc)]
 use state_api::{Error, MapTable};
 
 use std::collections::HashSet;
 use std::mem::size_of;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
@@ -32,6 +34,7 @@ use state_api::{
 use crate::error::rocks_api;
 use crate::format::{RowCodec, composite_key, decode_stored_values, map_columns, prefix_bytes};
 use crate::store::{RocksStore, Shared};
+use crate::table::PendingWrites;
 
 /// A `remove_range` that deletes at least this many entries is committed as one
 /// `delete_range_cf` instead of per-key deletes: later seeks into a prefix cleared with
@@ -131,7 +134,15 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>
 /// - [`commit_bundle`](MapTable::commit_bundle) encodes the dirty values with one encode and
 ///   one arrow-row conversion and writes every dirty entry once, in key order, in one
 ///   `WriteBatch` with the WAL off; the working set is then dropped (a complete table keeps
-///   it, clean).
+///   it, clean). A complete table's commit without range deletes writes nothing: its
+///   encoded writes wait in the table's write-behind buffer (`pending.rs`; bytes reserved
+///   from the pool) until the buffer passes the slot's write-behind limit
+///   ([`RocksSlot::with_write_behind`](crate::RocksSlot::with_write_behind); 0 writes every
+///   commit through), the table stops being complete, a commit writes through, the table is
+///   exported or dropped, or the store flushes (a native checkpoint,
+///   [`RocksStore::write_pending`], `flush_table`, `compact_table`); then one sorted
+///   `WriteBatch` writes each key's last write (RocksDB's memtable inserts cost far less in
+///   such dense batches; see the crate README). A restore discards it.
 /// - Memory: every resident entry reserves `key + size_of::<Entry<V>>() + heap_size` from the
 ///   pool, and every prefix with resident entries
 ///   [`PrefixMap::PREFIX_BYTES`](state_api::PrefixMap::PREFIX_BYTES), while it is resident
@@ -182,6 +193,11 @@ pub struct RocksMapTable<C: ValueCodec> {
     generation: u64,
     /// The keys the open bundle changed (read by the commit of a complete table).
     dirty: DirtyKeys,
+    /// A complete table's committed writes not yet in RocksDB (`pending.rs`), shared with
+    /// the store's flush points.
+    pending: Arc<PendingMapWrites>,
+    /// The slot's write-behind limit (0: every commit writes through).
+    write_behind_limit: usize,
     staged_cf: Option<String>,
     sweep_cursor: Option<Vec<u8>>,
     stats: TableStats,
@@ -209,6 +225,14 @@ impl<C: ValueCodec> RocksMapTable<C> {
         let rows = RowCodec::try_new(name, &fields)?;
         let complete = ttl.is_none() && shared.read().table_is_empty(name)?;
         let generation = shared.generation();
+        let pending = Arc::new(PendingMapWrites::new(
+            name,
+            Arc::clone(&shared),
+            Arc::clone(config.memory_pool()),
+        ));
+        let weak: Weak<dyn PendingWrites> = Arc::downgrade(&pending) as Weak<PendingMapWrites>;
+        shared.register_pending(name, weak);
+        let write_behind_limit = shared.slot.write_behind();
         Ok(Self {
             name: name.to_owned(),
             schema: canonical_schema(&fields),
@@ -233,16 +257,30 @@ impl<C: ValueCodec> RocksMapTable<C> {
             complete,
             generation,
             dirty: DirtyKeys::default(),
+            pending,
+            write_behind_limit,
             staged_cf: None,
             sweep_cursor: None,
             stats: TableStats::default(),
         })
     }
 
-    /// Bytes this table currently holds from the memory pool (its working set: the bundle's,
-    /// or every entry while the table is complete).
+    /// Bytes this table currently holds from the memory pool for its working set (the
+    /// bundle's, or every entry while the table is complete); the write-behind buffer's are
+    /// [`write_behind_bytes`](Self::write_behind_bytes).
     pub fn reserved_bytes(&self) -> usize {
         self.reservation.size() + self.prefixes_reserved.size()
+    }
+
+    /// Bytes of committed writes waiting in the write-behind buffer (a complete table's;
+    /// reserved from the memory pool).
+    pub fn write_behind_bytes(&self) -> usize {
+        self.pending.bytes()
+    }
+
+    /// Write-behind flushes that wrote something so far.
+    pub fn write_behind_flushes(&self) -> u64 {
+        self.pending.flushes()
     }
 
     /// The user key of the full key in `scratch` (after the full prefix in
@@ -403,7 +441,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         };
         match grant(&mut self.reservation, previous) {
             Err(_) if self.complete => {
-                self.drop_clean_entries();
+                self.drop_clean_entries()?;
                 let previous = self.scratch_reserved();
                 grant(&mut self.reservation, previous)
             }
@@ -411,10 +449,15 @@ impl<C: ValueCodec> RocksMapTable<C> {
         }
     }
 
-    /// Makes the table incomplete: drops every entry the open bundle has not changed (they
-    /// equal RocksDB's, written through) and their reservations; the bundle's changes stay
-    /// and shadow RocksDB as in any incomplete bundle.
-    fn drop_clean_entries(&mut self) {
+    /// Makes the table incomplete: writes the pending writes (an incomplete table reads
+    /// RocksDB), then drops every entry the open bundle has not changed (they equal
+    /// RocksDB's) and their reservations; the bundle's changes stay and shadow RocksDB as in
+    /// any incomplete bundle.
+    ///
+    /// # Errors
+    /// The flush's; the table then stays complete and unchanged.
+    fn drop_clean_entries(&mut self) -> Result<()> {
+        self.pending.flush()?;
         self.complete = false;
         self.hydrated.clear();
         let mut freed = 0;
@@ -429,6 +472,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         self.reservation.shrink(freed);
         // Fewer prefixes: a shrink, which cannot fail.
         let _ = self.charge_prefixes(0);
+        Ok(())
     }
 
     /// Before a bundle: a native restore since the last one (a new store generation) changed
@@ -438,6 +482,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
         if generation != self.generation {
             self.generation = generation;
             self.complete = false;
+            self.pending.discard();
             self.clear_entries();
         }
     }
@@ -481,6 +526,9 @@ impl<C: ValueCodec> RocksMapTable<C> {
 
 impl<C: ValueCodec> Drop for RocksMapTable<C> {
     fn drop(&mut self) {
+        // Committed writes reach RocksDB (a failure here has no caller to tell; the store's
+        // next checkpoint would have written them, and it cannot now).
+        let _ = self.pending.flush();
         self.end_bundle();
         if let Some(cf) = self.staged_cf.take() {
             self.shared.drop_cf(&cf);

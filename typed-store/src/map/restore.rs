@@ -38,6 +38,8 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
     fn export_key_group(&self, key_group: KeyGroup) -> Result<Option<RecordBatch>> {
         self.check_bundle("export_key_group", false)?;
         self.check_key_group(key_group)?;
+        // The export reads RocksDB: the pending writes go there first.
+        self.pending.flush()?;
         let now = self.ttl.map(|_| self.clock.now_millis());
         let mut prefix = Vec::with_capacity(2);
         composite_key(&mut prefix, key_group, self.prefix_bytes, &[]);
@@ -155,6 +157,8 @@ impl<C: ValueCodec> CanonicalTable for RocksMapTable<C> {
                 Err(_) => return,
             },
         };
+        // The pending writes belong to the state the restore replaces.
+        self.pending.discard();
         self.shared.swap_table_cf(&self.name, &cf);
         self.sweep_cursor = None;
         // The working set held the old content: dropped, and the table is incomplete.

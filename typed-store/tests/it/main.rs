@@ -10,6 +10,7 @@ mod flink_vectors;
 mod format;
 mod map;
 mod map_complete;
+mod map_write_behind;
 mod memtable_options;
 mod restore;
 mod savepoint;

@@ -1,6 +1,7 @@
 //! The complete map table: a map table without TTL opened on an empty column family keeps
 //! every entry in its working set across bundles, so it reads nothing from RocksDB (no
-//! hydration, no point read, scans from memory) while writing every commit through. A pool
+//! hydration, no point read, scans from memory) while every commit reaches RocksDB (through
+//! its write-behind buffer, `map_write_behind.rs`, or written through). A pool
 //! refusal drops its clean entries and it reads again from then on; a table opened with
 //! state, a restore or a native restore is incomplete. No reader sees a difference.
 
