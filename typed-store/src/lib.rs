@@ -92,7 +92,10 @@
 //!   the pool refuses memory that eviction cannot free, before checkpoints, exports, sweeps,
 //!   and when the table is dropped. No forced flushes (RocksDB's threads flush and compact).
 //!   The working map is a pool-reserved, bounded cache of committed state; a table opened
-//!   empty holds every key it has there and reads nothing until it evicts.
+//!   empty holds every key it has there and reads nothing until it evicts. A complete map
+//!   table (see [`RocksMapTable`]) buffers its commits' encoded writes the same way and
+//!   writes them in one sorted batch; [`RocksStore::write_pending`] writes every table's
+//!   pending writes now.
 //! - Hydration with `batched_multi_get_cf` on the table's column family (the issue's
 //!   "default column family" is, with one family per table, the table's family): the
 //!   caller's keys may be unsorted, the misses are sorted for RocksDB and the results mapped
