@@ -301,7 +301,8 @@ impl RocksSlot {
         &self.memtable
     }
 
-    /// Sets the write-behind limit of every keyed table of the slot's stores: committed
+    /// Sets the write-behind limit of every keyed table, and of every complete map table
+    /// (whose buffer holds encoded writes, `RocksMapTable`), of the slot's stores: committed
     /// values are buffered in host memory (charged to the store's memory pool) up to `bytes`
     /// per table and written to RocksDB when the buffer is full, the pool refuses its growth
     /// or is left more than half used by a commit, or something reads RocksDB as a whole

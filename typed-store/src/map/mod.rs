@@ -103,10 +103,11 @@ fn entry_cost<C: ValueCodec>(codec: &C, key_len: usize, value: Option<&C::Value>
 ///
 /// - **Complete tables.** A table without TTL opened on an empty column family keeps every
 ///   entry in its working set across bundles: `begin_bundle` reads nothing, a prefix or
-///   entry the set lacks is absent, scans are served from memory, and each commit writes
-///   the bundle's changes through (RocksDB always holds the committed state). The first
+///   entry the set lacks is absent, scans are served from memory, and each commit's changes
+///   go to its write-behind buffer (below) or straight through. The first
 ///   reservation the pool refuses, or a commit that leaves a bounded pool more than half
-///   used (the pool is shared and nothing evicts across tables), drops the clean entries
+///   used even after its write-behind buffer is written (the pool is shared and nothing
+///   evicts across tables), writes the buffer and drops the clean entries
 ///   and the table reads as below from then on (as does a table opened with state, after a
 ///   restore, or after a native restore of the store).
 /// - [`begin_bundle`](MapTable::begin_bundle) (of a table that is not complete) reads each
