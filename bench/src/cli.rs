@@ -32,8 +32,8 @@ USAGE: sfstate-bench [OPTIONS]
   --pool-mib M         typed-store host memory pool per subtask (default 128)
   --write-buffer-mib M typed-store write-buffer size (default: the slot's)
   --inplace on|off     typed-store memtable in-place updates (default: the slot's)
-  --write-behind-mib M typed-store write-behind limit per keyed table, 0 = write-through
-                       per bundle (default: the slot's, 32)
+  --write-behind-mib M typed-store write-behind limit per table (value tables and complete
+                       map tables), 0 = write-through per bundle (default: the slot's, 32)
   --memtable-bloom R   typed-store memtable bloom ratio, 0 = off (default: the slot's)
   --insert-hint on|off typed-store memtable sequential insert hint (default: the slot's, on)
   --quick              50000 events, 2000 keys: a check that runs in seconds (CI)
