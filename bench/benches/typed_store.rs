@@ -33,6 +33,7 @@ use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DB, DBCompressionType,
     IngestExternalFileOptions, Options, SstFileWriter, WriteBatch, WriteOptions,
 };
+use sfstate_bench::workload::splitmix64;
 use state_api::{I64Codec, KeyedStateStore, KeyedTable, StoreConfig};
 use state_api::{MapHydration, MapStateStore, MapTable};
 use tempfile::TempDir;
@@ -452,12 +453,12 @@ fn map_inserts_once(slot: &RocksSlot) -> Duration {
         table.begin_bundle(MapHydration::none()).expect("begin");
         for i in bundle * MAP_BUNDLE..(bundle + 1) * MAP_BUNDLE {
             // W3's shape: the join key's row as the prefix, the record's row as the user key.
-            let join_key = splitmix(i) % 10_000;
+            let join_key = splitmix64(i) % 10_000;
             let (kg, prefix) = key(usize::try_from(join_key).expect("key"));
             let mut record = [0_u8; 32];
             record[8..16].copy_from_slice(&i.to_le_bytes());
             record[16..24].copy_from_slice(&join_key.to_le_bytes());
-            record[24..].copy_from_slice(&(splitmix(i ^ 7) % 1000).to_le_bytes());
+            record[24..].copy_from_slice(&(splitmix64(i ^ 7) % 1000).to_le_bytes());
             table.put(kg, &prefix, &record, 1).expect("put");
         }
         table.commit_bundle().expect("commit");
@@ -465,13 +466,6 @@ fn map_inserts_once(slot: &RocksSlot) -> Duration {
     let elapsed = started.elapsed();
     drop(table);
     elapsed
-}
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 fn map_inserts(c: &mut Criterion) {

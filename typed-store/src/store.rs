@@ -126,14 +126,16 @@ pub(crate) struct Shared {
     pub(crate) write_options: WriteOptions,
     /// Options of the SST files a large canonical restore writes (the tables' compression).
     pub(crate) sst_options: Options,
-    /// The state slot of every keyed table opened in this store, by table name (held
+    /// The pending writes of every keyed table (its state slot) and map table (its
+    /// write-behind buffer) opened in this store, by table name (held
     /// weakly: a dropped table writes its own pending entries), so that the store's flush
     /// points reach the pending writes of every table.
     pub(crate) write_behind: Mutex<HashMap<String, Weak<dyn PendingWrites>>>,
 }
 
 impl Shared {
-    /// Records the state slot of keyed table `table`.
+    /// Records the pending writes of table `table` (a keyed table's state slot, a map
+    /// table's write-behind buffer).
     pub(crate) fn register_pending(&self, table: &str, slot: Weak<dyn PendingWrites>) {
         self.write_behind
             .lock()
@@ -151,7 +153,7 @@ impl Shared {
             .collect()
     }
 
-    /// Writes every keyed table's pending writes to RocksDB (before a native checkpoint).
+    /// Writes every table's pending writes to RocksDB (before a native checkpoint).
     /// `BundleState` when a table is in an open bundle.
     pub(crate) fn flush_write_behind(&self) -> state_api::Result<()> {
         for table in self.pending_tables() {
@@ -160,7 +162,7 @@ impl Shared {
         Ok(())
     }
 
-    /// Drops every keyed table's pending writes and cache (a native restore replaced the
+    /// Drops every table's pending writes, and the keyed tables' caches (a native restore replaced the
     /// state).
     pub(crate) fn discard_write_behind(&self) {
         for table in self.pending_tables() {
@@ -629,7 +631,9 @@ impl RocksStore {
             .map_err(crate::error::rocks_api("flush"))
     }
 
-    /// Writes the pending writes of keyed table `table` (if open) to RocksDB (`BundleState` while it is in a bundle).
+    /// Writes the pending writes of table `table` (if open) to RocksDB (`BundleState` while
+    /// a keyed table is in a bundle; a map table's buffer holds committed writes only and
+    /// is written at any time).
     fn flush_pending(&self, table: &str) -> state_api::Result<()> {
         let slot = self
             .shared

@@ -18,7 +18,7 @@ use crate::sweep::sweep_column_family;
 
 use super::dirty::{DirtyKeys, KeyList, SplitKey, split_key};
 use super::scan::rocks_bounds;
-use super::{Entry, RANGE_DELETE_MIN_ENTRIES, RocksMapTable, entry_cost};
+use super::{Entry, RANGE_DELETE_MIN_ENTRIES, RocksMapTable, entry_cost, write_batch_capacity};
 
 impl<C: ValueCodec> MapTable for RocksMapTable<C> {
     type Codec = C;
@@ -420,24 +420,6 @@ impl<C: ValueCodec> MapTable for RocksMapTable<C> {
     }
 }
 
-/// An upper bound of the bytes of a `WriteBatch` of the keys `key_lens` (each a put or a
-/// delete in a column family), `value_bytes` of values and `range_deletes`: RocksDB's
-/// 12-byte header, then per record a tag byte, the family id and the lengths as varints
-/// (at most 5 bytes each), and the bytes.
-fn write_batch_bytes(
-    key_lens: impl Iterator<Item = usize>,
-    value_bytes: usize,
-    range_deletes: &[(Vec<u8>, Vec<u8>)],
-) -> usize {
-    const RECORD_OVERHEAD: usize = 1 + 3 * 5;
-    let keys: usize = key_lens.map(|len| len + RECORD_OVERHEAD).sum();
-    let ranges: usize = range_deletes
-        .iter()
-        .map(|(lower, upper)| lower.len() + upper.len() + RECORD_OVERHEAD)
-        .sum();
-    12 + keys + value_bytes + ranges
-}
-
 /// The working-set entries of `keys` (sorted), each key's prefix slot prefetched
 /// [`PREFETCH_AHEAD`] keys ahead and its entries [`PREFETCH_STAGE`](state_api::PREFETCH_STAGE)
 /// keys ahead (after a bundle, the working set is mostly out of the cache).
@@ -498,12 +480,15 @@ impl<C: ValueCodec> RocksMapTable<C> {
     fn write_through(&self, writes: &[(&[u8], Option<&[u8]>)], value_bytes: usize) -> Result<()> {
         let st = self.shared.read();
         let cf = st.table_cf(&self.name)?;
-        // Allocated once at its final size (growing by doubling copied the batch and
-        // faulted in fresh pages at every step).
-        let mut batch = WriteBatch::with_capacity_bytes(write_batch_bytes(
-            writes.iter().map(|(key, _)| key.len()),
-            value_bytes,
-            &self.range_deletes,
+        let key_bytes: usize = writes.iter().map(|(key, _)| key.len()).sum();
+        let range_bytes: usize = self
+            .range_deletes
+            .iter()
+            .map(|(lower, upper)| lower.len() + upper.len())
+            .sum();
+        let mut batch = WriteBatch::with_capacity_bytes(write_batch_capacity(
+            writes.len() + self.range_deletes.len(),
+            key_bytes + value_bytes + range_bytes,
         ));
         // Range deletes first: the puts after them in the batch carry later sequence
         // numbers, so an entry put after a range remove survives it.

@@ -34,7 +34,16 @@ use state_api::{
 use crate::error::rocks_api;
 use crate::format::{RowCodec, composite_key, decode_stored_values, map_columns, prefix_bytes};
 use crate::store::{RocksStore, Shared};
-use crate::table::PendingWrites;
+
+/// An upper bound of the bytes of a `WriteBatch` of `records` records (puts, deletes or
+/// range deletes in a column family) holding `payload` bytes of keys and values: RocksDB's
+/// 12-byte header, then per record a tag byte, the family id and the lengths as varints (at
+/// most 5 bytes each). A batch allocated at this size never grows (growing by doubling
+/// copied it and faulted in fresh pages at every step).
+fn write_batch_capacity(records: usize, payload: usize) -> usize {
+    const RECORD_OVERHEAD: usize = 1 + 3 * 5;
+    12 + payload + records * RECORD_OVERHEAD
+}
 
 /// A `remove_range` that deletes at least this many entries is committed as one
 /// `delete_range_cf` instead of per-key deletes: later seeks into a prefix cleared with
@@ -231,7 +240,7 @@ impl<C: ValueCodec> RocksMapTable<C> {
             Arc::clone(&shared),
             Arc::clone(config.memory_pool()),
         ));
-        let weak: Weak<dyn PendingWrites> = Arc::downgrade(&pending) as Weak<PendingMapWrites>;
+        let weak: Weak<PendingMapWrites> = Arc::downgrade(&pending);
         shared.register_pending(name, weak);
         let write_behind_limit = shared.slot.write_behind();
         Ok(Self {

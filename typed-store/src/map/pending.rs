@@ -30,6 +30,8 @@ use crate::error::rocks_api;
 use crate::store::Shared;
 use crate::table::PendingWrites;
 
+use super::write_batch_capacity;
+
 /// Bytes a record costs beyond its key and value (its offsets in the buffer).
 const RECORD_BYTES: usize = 4 * size_of::<usize>();
 
@@ -162,7 +164,8 @@ impl PendingMapWrites {
                 .then_with(|| key_of(a.1).cmp(key_of(b.1)))
                 .then(a.1.cmp(&b.1))
         });
-        let mut batch = WriteBatch::with_capacity_bytes(12 + buffer.bytes.len() + 16 * order.len());
+        let mut batch =
+            WriteBatch::with_capacity_bytes(write_batch_capacity(order.len(), buffer.bytes.len()));
         {
             let st = self.shared.read();
             let cf = st.table_cf(&self.table)?;
