@@ -32,8 +32,9 @@ use crate::table::PendingWrites;
 
 use super::write_batch_capacity;
 
-/// Bytes a record costs beyond its key and value (its offsets in the buffer).
-const RECORD_BYTES: usize = 4 * size_of::<usize>();
+/// Bytes a record costs beyond its key and value: its offsets in the buffer (the flush's
+/// sort order, 56 bytes a record, is transient and not charged).
+const RECORD_BYTES: usize = size_of::<Record>();
 
 /// One pending write: the key's and value's byte ranges in [`Buffer::bytes`].
 #[derive(Debug, Clone, Copy)]
@@ -154,16 +155,15 @@ impl PendingMapWrites {
         };
         // Each record with its key's first 48 bytes as three numbers (the sort compares those
         // in registers and reads the keys only on a tie: keys share their key-group byte,
-        // their prefix and `BinaryRow` headers), and its position: a key's writes stay in
-        // commit order, the last one wins.
+        // their prefix and `BinaryRow` headers), and its position. The sort is stable, so a
+        // key's writes stay in commit order and the last one wins; and since every commit
+        // appended its writes in key order, the records are sorted runs, which the stable
+        // sort finds and merges (alternating with the unstable sort it replaced, W3 on
+        // typed-store, medians of 6: +3 % at p 1, +2 % at p 2).
         let mut order: Vec<(KeyHead, usize)> = (0..buffer.records.len())
             .map(|i| (key_head(key_of(i)), i))
             .collect();
-        order.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then_with(|| key_of(a.1).cmp(key_of(b.1)))
-                .then(a.1.cmp(&b.1))
-        });
+        order.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| key_of(a.1).cmp(key_of(b.1))));
         let mut batch =
             WriteBatch::with_capacity_bytes(write_batch_capacity(order.len(), buffer.bytes.len()));
         {
