@@ -293,11 +293,52 @@ impl<V> FlatMap<V> {
         index
     }
 
-    /// Doubles the capacity (8 slots at first), moving every slot by its stored hash.
+    /// Doubles the capacity (8 slots at first) in place, moving slots by their stored hash.
+    ///
+    /// The slot vector grows by its upper half (a reallocation that keeps the lower half's
+    /// pages, where allocating a new vector touched twice the final size in fresh memory:
+    /// ~15 % of memory-store's W1 run at 2,000,000 events was growth), then:
+    ///
+    /// 1. The run at the front (slots `0..w` up to the first empty slot `w`: a run that may
+    ///    have wrapped around from the end) is taken out and set aside.
+    /// 2. Slots `w..old` are taken out and put back one by one, in order, each into the
+    ///    first empty slot at or after its new home (its old home `h`, or `h + old`), never
+    ///    past the end: one that would wrap is set aside. A slot going back to its lower
+    ///    home `h` lands at or before the slot it was taken from, as every slot between its
+    ///    run's start and there is already done; one going up lands among done slots only.
+    ///    So no slot still to do sits between a done slot's home and the done slot: taking
+    ///    later slots out never breaks a done slot's run.
+    /// 3. The slots set aside are inserted as any insert is, into a map now valid.
     fn grow(&mut self) {
-        let capacity = (self.slots.len() * 2).max(8);
-        let old = std::mem::replace(&mut self.slots, Self::empty_slots(capacity));
-        for slot in old.into_iter().flatten() {
+        let old = self.slots.len();
+        if old == 0 {
+            self.slots = Self::empty_slots(8);
+            return;
+        }
+        let mask = 2 * old - 1;
+        let front = self.slots.iter().position(Option::is_none).unwrap_or(old);
+        let mut aside: Vec<Slot<V>> = self
+            .slots
+            .get_mut(..front)
+            .into_iter()
+            .flatten()
+            .filter_map(Option::take)
+            .collect();
+        self.slots.resize_with(2 * old, || None);
+        for at in front..old {
+            let Some(slot) = self.slots.get_mut(at).and_then(Option::take) else {
+                continue;
+            };
+            let mut index = Self::home(slot.hash, mask);
+            while let Some(Some(_)) = self.slots.get(index) {
+                index += 1;
+            }
+            match self.slots.get_mut(index) {
+                Some(free) => *free = Some(slot),
+                None => aside.push(slot),
+            }
+        }
+        for slot in aside {
             let index = self.empty_slot_for(slot.hash);
             if let Some(free) = self.slots.get_mut(index) {
                 *free = Some(slot);
@@ -561,6 +602,55 @@ mod tests {
         assert!(map.is_empty());
         assert_eq!(map.get(&key(2)), None);
         map.prefetch(1); // on an empty map: nothing to prefetch
+    }
+
+    /// Inserts `key` with a chosen hash (its slot is found by that hash, as by the real one).
+    fn insert_with_hash(map: &mut FlatMap<u32>, hash: u64, key: &[u8], value: u32) {
+        if let Err(index) = map.probe(hash, key) {
+            map.place(
+                index,
+                Slot {
+                    hash,
+                    key: InlineKey::from(key),
+                    value,
+                },
+            );
+        }
+    }
+
+    proptest! {
+        /// Growth in place keeps every entry reachable from its home, also when runs wrap
+        /// around the end before the growth and would wrap after it (hashes crowded at the
+        /// ends of every capacity the map passes), with removals between the growths.
+        #[test]
+        fn growth_in_place_keeps_crowded_and_wrapped_runs_reachable(
+            homes in prop::collection::vec((0_u64..6, 0_u64..4, any::<u16>()), 1..600),
+        ) {
+            let mut map = FlatMap::new();
+            let mut hashes = BTreeMap::new();
+            for (n, &(end, bits, salt)) in homes.iter().enumerate() {
+                // Low bits at the end or the start of some capacity (8 .. 1024), high bits
+                // free: such keys fill the last slots and wrap to the first.
+                let cap = 8_u64 << (bits * 2);
+                let low = if end < 3 { cap - 1 - end } else { end - 3 };
+                let hash = (u64::from(salt) << 32) | low;
+                let k = u32::try_from(n).unwrap();
+                insert_with_hash(&mut map, hash, &key(k), k);
+                hashes.insert(k, hash);
+                if salt % 7 == 0 {
+                    let gone = k / 2;
+                    if let Some(h) = hashes.remove(&gone) {
+                        let index = map.probe(h, &key(gone)).unwrap();
+                        prop_assert_eq!(map.remove_at(index).map(|s| s.value), Some(gone));
+                    }
+                }
+                prop_assert_eq!(map.len(), hashes.len());
+                for (&k, &h) in &hashes {
+                    let index = map.probe(h, &key(k));
+                    prop_assert!(index.is_ok(), "key {} lost (capacity {})", k, map.capacity());
+                }
+            }
+        }
     }
 
     #[test]
