@@ -154,12 +154,43 @@ impl Shared {
     }
 
     /// Writes every table's pending writes to RocksDB (before a native checkpoint).
-    /// `BundleState` when a table is in an open bundle.
+    /// `BundleState` when a table is in an open bundle (the other tables are written).
+    ///
+    /// Each table writes its own column family, and RocksDB inserts the batches of
+    /// concurrent writers into their memtables in parallel, so with several tables the
+    /// flushes run on up to one thread per core, the calling thread one of them (scoped
+    /// threads, joined before this returns; a panic in one is resumed here).
     pub(crate) fn flush_write_behind(&self) -> state_api::Result<()> {
-        for table in self.pending_tables() {
-            table.flush()?;
+        let tables = self.pending_tables();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(tables.len());
+        if threads <= 1 {
+            let mut result = Ok(());
+            for table in &tables {
+                result = result.and(table.flush());
+            }
+            return result;
         }
-        Ok(())
+        let next = AtomicUsize::new(0);
+        let work = || -> state_api::Result<()> {
+            let mut result = Ok(());
+            while let Some(table) = tables.get(next.fetch_add(1, Ordering::Relaxed)) {
+                result = result.and(table.flush());
+            }
+            result
+        };
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mut result = work();
+            for helper in helpers {
+                match helper.join() {
+                    Ok(flushed) => result = result.and(flushed),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            result
+        })
     }
 
     /// Drops every table's pending writes, and the keyed tables' caches (a native restore replaced the
