@@ -1,7 +1,8 @@
 //! The write-behind buffer of a complete map table: commits wait in it, each key's last
 //! write reaches RocksDB at a flush point (a native checkpoint, `write_pending`, a commit
 //! that writes through, dropping the table), a range delete writes the older pending writes
-//! first, and a limit of 0 writes every commit through.
+//! first, a limit of 0 writes every commit through, and `write_pending` writes the buffers
+//! of several tables (in parallel).
 
 use keygroup::KeyGroup;
 use state_api::{
@@ -36,9 +37,14 @@ fn bundle(m: &mut RocksMapTable<I64Codec>, puts: &[(usize, i64)], removes: &[usi
 /// Every entry of `PREFIX` as (user key index, value), read by a table opened anew on the
 /// store in `dir` (incomplete: it reads RocksDB).
 fn stored(dir: &std::path::Path, slot: &RocksSlot) -> Vec<(String, i64)> {
+    stored_in(dir, slot, "m")
+}
+
+/// [`stored`] of map table `table`.
+fn stored_in(dir: &std::path::Path, slot: &RocksSlot, table: &str) -> Vec<(String, i64)> {
     let clock = ManualClock::new(1);
     let mut store = RocksStore::open(dir, full_config(mp128(), &clock), slot).expect("reopen");
-    let mut m = store.open_map_table("m", I64Codec, None).expect("map");
+    let mut m = store.open_map_table(table, I64Codec, None).expect("map");
     m.begin_bundle(MapHydration::none()).expect("begin");
     let mut out = Vec::new();
     m.scan(
@@ -108,6 +114,40 @@ fn commits_wait_and_each_keys_last_write_reaches_rocksdb_at_the_flush_points() {
         from_checkpoint,
         (0..30).map(|i| (format!("u{i:03}"), 1)).collect::<Vec<_>>()
     );
+}
+
+/// Several tables with pending writes: `write_pending` writes them in parallel, every one
+/// of them, each key's last write.
+#[test]
+fn write_pending_writes_every_tables_buffer() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slot = RocksSlot::try_new(32 << 20).expect("slot");
+    let clock = ManualClock::new(1);
+    let names = ["a", "b", "c", "d", "e"];
+    {
+        let mut store =
+            RocksStore::open(dir.path(), full_config(mp128(), &clock), &slot).expect("open");
+        let mut tables: Vec<RocksMapTable<I64Codec>> = names
+            .iter()
+            .map(|name| store.open_map_table(name, I64Codec, None).expect("map"))
+            .collect();
+        for (t, m) in (0_i64..).zip(&mut tables) {
+            bundle(m, &(0..40).map(|i| (i, t)).collect::<Vec<_>>(), &[]);
+            bundle(m, &[(0, t + 100)], &[1]);
+            assert!(m.write_behind_bytes() > 0);
+        }
+        store.write_pending().expect("write pending");
+        for m in &tables {
+            assert_eq!(m.write_behind_bytes(), 0);
+            assert_eq!(m.write_behind_flushes(), 1);
+        }
+        // Nothing written since: dropping the tables writes nothing more.
+    }
+    for (t, name) in (0_i64..).zip(names) {
+        let mut want: Vec<(String, i64)> = (2..40).map(|i| (format!("u{i:03}"), t)).collect();
+        want.insert(0, ("u000".to_owned(), t + 100));
+        assert_eq!(stored_in(dir.path(), &slot, name), want, "table {name}");
+    }
 }
 
 #[test]
