@@ -311,11 +311,8 @@ impl<V> FlatMap<V> {
     /// 3. The slots set aside are inserted as any insert is, into a map now valid.
     fn grow(&mut self) {
         let old = self.slots.len();
-        if old == 0 {
-            self.slots = Self::empty_slots(8);
-            return;
-        }
-        let mask = 2 * old - 1;
+        let capacity = (2 * old).max(8);
+        let mask = capacity - 1;
         let front = self.slots.iter().position(Option::is_none).unwrap_or(old);
         let mut aside: Vec<Slot<V>> = self
             .slots
@@ -324,7 +321,7 @@ impl<V> FlatMap<V> {
             .flatten()
             .filter_map(Option::take)
             .collect();
-        self.slots.resize_with(2 * old, || None);
+        self.slots.resize_with(capacity, || None);
         for at in front..old {
             let Some(slot) = self.slots.get_mut(at).and_then(Option::take) else {
                 continue;
@@ -344,10 +341,6 @@ impl<V> FlatMap<V> {
                 *free = Some(slot);
             }
         }
-    }
-
-    fn empty_slots(capacity: usize) -> Vec<Option<Slot<V>>> {
-        std::iter::repeat_with(|| None).take(capacity).collect()
     }
 
     /// Removes `key`; returns its value.

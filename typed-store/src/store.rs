@@ -157,21 +157,16 @@ impl Shared {
     /// `BundleState` when a table is in an open bundle (the other tables are written).
     ///
     /// Each table writes its own column family, and RocksDB inserts the batches of
-    /// concurrent writers into their memtables in parallel, so with several tables the
-    /// flushes run on up to one thread per core, the calling thread one of them (scoped
-    /// threads, joined before this returns; a panic in one is resumed here).
+    /// concurrent writers into their memtables in parallel, so when several tables have
+    /// pending writes the flushes run on up to one thread per core, the calling thread one of
+    /// them (scoped threads, joined before this returns; a panic in one is resumed here). With
+    /// one such table or none, no thread is started.
     pub(crate) fn flush_write_behind(&self) -> state_api::Result<()> {
-        let tables = self.pending_tables();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(tables.len());
-        if threads <= 1 {
-            let mut result = Ok(());
-            for table in &tables {
-                result = result.and(table.flush());
-            }
-            return result;
-        }
+        let tables: Vec<_> = self
+            .pending_tables()
+            .into_iter()
+            .filter(|table| table.has_pending())
+            .collect();
         let next = AtomicUsize::new(0);
         let work = || -> state_api::Result<()> {
             let mut result = Ok(());
@@ -180,6 +175,12 @@ impl Shared {
             }
             result
         };
+        if tables.len() <= 1 {
+            return work();
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(tables.len());
         std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
             let mut result = work();

@@ -223,6 +223,10 @@ impl PendingWrites for PendingMapWrites {
         PendingMapWrites::flush(self)
     }
 
+    fn has_pending(&self) -> bool {
+        !self.lock().records.is_empty()
+    }
+
     fn discard(&self) {
         PendingMapWrites::discard(self);
     }

@@ -19,6 +19,10 @@ pub(crate) trait PendingWrites: Send + Sync {
     /// is checked out for a bundle.
     fn flush(&self) -> Result<()>;
 
+    /// Whether [`flush`](PendingWrites::flush) has anything to do: pending entries, or a
+    /// state checked out for a bundle (whose flush is the error to report).
+    fn has_pending(&self) -> bool;
+
     /// Drops the pending entries and the cache (a native restore replaced the state).
     fn discard(&self);
 }
@@ -42,6 +46,10 @@ impl<C: ValueCodec> PendingWrites for CoreSlot<C> {
             Some(core) => core.flush_pending(),
             None => Err(closed("flush a table in an open bundle")),
         }
+    }
+
+    fn has_pending(&self) -> bool {
+        self.lock().as_ref().is_none_or(|core| core.has_pending())
     }
 
     fn discard(&self) {

@@ -204,6 +204,11 @@ impl<C: ValueCodec> TableCore<C> {
         self.reservation.size()
     }
 
+    /// Whether committed writes wait in the write-behind state.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.changes.pending.is_empty()
+    }
+
     pub(crate) fn write_behind_bytes(&self) -> usize {
         self.changes.pending_bytes
     }
