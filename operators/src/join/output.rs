@@ -138,12 +138,19 @@ impl<'a> RecordRef<'a> {
         Ok(byte & (1 << (bit % 8)) != 0)
     }
 
-    fn slot(&self, pos: usize) -> Result<[u8; 8]> {
-        let start = self.null_bits + 8 * pos;
+    /// The 8-byte slot of field `pos` as a little-endian word (one load: a `[u8; 8]` built
+    /// from a checked sub-slice compiles to byte-wise loads and shifts).
+    #[inline]
+    fn word(&self, pos: usize) -> Result<u64> {
         self.bytes
-            .get(start..start + 8)
-            .and_then(|s| <[u8; 8]>::try_from(s).ok())
+            .get(self.null_bits + 8 * pos..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map(|slot| u64::from_le_bytes(*slot))
             .ok_or_else(corrupt)
+    }
+
+    fn slot(&self, pos: usize) -> Result<[u8; 8]> {
+        self.word(pos).map(u64::to_le_bytes)
     }
 
     /// The bytes of a string / binary field (`BinarySegmentUtils.readBinary`).
@@ -251,7 +258,7 @@ impl Column {
             return Ok(());
         }
         match (self.read, &mut self.values) {
-            (Read::Boolean, Values::Boolean(b)) => b.append_value(record.slot(pos)?[0] != 0),
+            (Read::Boolean, Values::Boolean(b)) => b.append_value((record.word(pos)? & 0xff) != 0),
             (Read::Int8, Values::Int8(b)) => b.append_value(record.slot(pos)?[0].cast_signed()),
             (Read::Int16, Values::Int16(b)) => {
                 let [lo, hi, ..] = record.slot(pos)?;
@@ -261,16 +268,16 @@ impl Column {
                 b.append_value(i32::from_le_bytes(low4(record.slot(pos)?)));
             }
             (Read::Int64, Values::Int64(b)) => {
-                b.append_value(i64::from_le_bytes(record.slot(pos)?));
+                b.append_value(record.word(pos)?.cast_signed());
             }
             (Read::Float32, Values::Float32(b)) => {
                 b.append_value(f32::from_bits(u32::from_le_bytes(low4(record.slot(pos)?))));
             }
             (Read::Float64, Values::Float64(b)) => {
-                b.append_value(f64::from_bits(u64::from_le_bytes(record.slot(pos)?)));
+                b.append_value(f64::from_bits(record.word(pos)?));
             }
             (Read::CompactDecimal, Values::Decimal(b)) => {
-                let unscaled = i64::from_le_bytes(record.slot(pos)?);
+                let unscaled = record.word(pos)?.cast_signed();
                 let DataType::Decimal128(p, _) = self.data_type else {
                     return Err(corrupt());
                 };
@@ -281,7 +288,7 @@ impl Column {
                 b.append_value(i128::from(unscaled));
             }
             (Read::CompactTimestamp(unit), Values::Int64(b)) => {
-                let millis = i64::from_le_bytes(record.slot(pos)?);
+                let millis = record.word(pos)?.cast_signed();
                 let ts = Timestamp {
                     millis,
                     nano_of_milli: 0,
@@ -411,7 +418,7 @@ impl<'a> Emitter<'a> {
         }
         Ok(Self {
             columns,
-            kinds: Vec::new(),
+            kinds: Vec::with_capacity(chunk_rows.clamp(1, PRESIZED_ROWS)),
             chunk_rows: chunk_rows.max(1),
             schema: Arc::clone(schema),
             sink,
@@ -456,7 +463,130 @@ impl<'a> Emitter<'a> {
             .map(Column::finish)
             .collect::<Result<Vec<_>>>()?;
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
-        let kinds = std::mem::take(&mut self.kinds);
+        let capacity = self.kinds.capacity().min(PRESIZED_ROWS);
+        let kinds = std::mem::replace(&mut self.kinds, Vec::with_capacity(capacity));
         (self.sink)(ChangelogBatch::try_new(batch, kinds)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Array, Int64Array, StringArray};
+    use arrow_schema::Schema;
+    use keygroup::BinaryRowWriter;
+
+    use super::*;
+
+    const LEFT: [LogicalType; 2] = [
+        LogicalType::BigInt,
+        LogicalType::VarChar {
+            length: u32::MAX >> 1,
+        },
+    ];
+    const RIGHT: [LogicalType; 1] = [LogicalType::Double];
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("d", DataType::Float64, true),
+        ]))
+    }
+
+    fn left(a: Option<i64>, s: &str) -> Vec<u8> {
+        let mut w = BinaryRowWriter::new(2);
+        match a {
+            Some(a) => w.write_long(0, a),
+            None => w.set_null_at(0),
+        }
+        w.write_string(1, s).unwrap();
+        w.row().to_vec()
+    }
+
+    fn right(d: f64) -> Vec<u8> {
+        let mut w = BinaryRowWriter::new(1);
+        w.write_double(0, d);
+        w.row().to_vec()
+    }
+
+    /// Pushes `l ‖ r` once and flushes; the batch, or the push's error.
+    fn emit(l: &[u8], r: &[u8]) -> Result<Vec<ChangelogBatch>> {
+        let schema = schema();
+        let mut out = Vec::new();
+        let mut sink = |b: ChangelogBatch| {
+            out.push(b);
+            Ok(())
+        };
+        let mut emitter = Emitter::try_new(&schema, &LEFT, &RIGHT, 16, &mut sink)?;
+        let (lb, rb) = (null_bits(&LEFT), null_bits(&RIGHT));
+        emitter.push(
+            RowKind::Insert,
+            &RecordRef::new(l, &LEFT, lb),
+            &RecordRef::new(r, &RIGHT, rb),
+            2,
+        )?;
+        emitter.flush()?;
+        drop(emitter);
+        Ok(out)
+    }
+
+    #[test]
+    fn fields_are_read_from_both_records_slots_and_variable_parts() {
+        let long_text = "longer than seven bytes";
+        let out = emit(&left(Some(-7), long_text), &right(2.5)).unwrap();
+        let batch = out.first().unwrap().batch();
+        assert_eq!(batch.num_rows(), 2);
+        let a = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        let s = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        assert_eq!((a.value(0), a.value(1)), (-7, -7));
+        assert_eq!(s.value(1), long_text);
+        let out = emit(&left(None, "short"), &right(0.0)).unwrap();
+        let batch = out.first().unwrap().batch();
+        assert!(batch.column(0).is_null(0));
+        let s = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        assert_eq!(s.value(0), "short");
+    }
+
+    #[test]
+    fn a_truncated_or_misdirected_record_is_corrupt_state_not_a_panic() {
+        let text = "a string of some length";
+        let good = left(Some(1), text);
+        let r = right(1.0);
+        // The fixed part and the string's bytes (the row pads its variable part to 8 bytes).
+        let used = null_bits(&LEFT) + 16 + text.len();
+        assert!(good.len() >= used);
+        for cut in 0..used {
+            let err = emit(good.get(..cut).unwrap(), &r).unwrap_err();
+            assert!(
+                matches!(err, Error::CorruptState { .. }),
+                "cut at {cut}: {err:?}"
+            );
+        }
+        for cut in 0..r.len() {
+            let err = emit(&good, r.get(..cut).unwrap()).unwrap_err();
+            assert!(
+                matches!(err, Error::CorruptState { .. }),
+                "cut at {cut}: {err:?}"
+            );
+        }
+        // The string's slot pointing into the fixed part, or past the end.
+        let mut bad = good.clone();
+        let slot = null_bits(&LEFT) + 8;
+        bad[slot..slot + 8].copy_from_slice(&((8_u64 << 32) | 4).to_le_bytes());
+        assert!(matches!(emit(&bad, &r), Err(Error::CorruptState { .. })));
+        bad[slot..slot + 8].copy_from_slice(&((32_u64 << 32) | 0x190).to_le_bytes());
+        assert!(matches!(emit(&bad, &r), Err(Error::CorruptState { .. })));
     }
 }
