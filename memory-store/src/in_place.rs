@@ -7,6 +7,7 @@ use state_api::{MemoryReservation, Result, ValueCodec};
 /// returned to the pool). When the pool refuses the growth the value is put back from the
 /// copy taken first under a bounded pool (`bounded_pool`; an unbounded pool never refuses,
 /// so no copy is taken) and the error returned: the value is then as it was.
+#[inline]
 pub(crate) fn update_in_place<C: ValueCodec, R>(
     codec: &C,
     reservation: &mut MemoryReservation,
@@ -38,12 +39,16 @@ pub(crate) fn reserve_replacement<C: ValueCodec>(
     resize(reservation, codec.heap_size(old), codec.heap_size(new))
 }
 
-/// Grows `reservation` by `new - old` bytes or shrinks it by `old - new`.
+/// Grows `reservation` by `new - old` bytes or shrinks it by `old - new` (nothing when they
+/// are equal: a fixed-size value's update).
+#[inline]
 fn resize(reservation: &mut MemoryReservation, old: usize, new: usize) -> Result<()> {
-    if new > old {
-        reservation.try_grow(new - old)
-    } else {
-        reservation.shrink(old - new);
-        Ok(())
+    match new.cmp(&old) {
+        std::cmp::Ordering::Greater => reservation.try_grow(new - old),
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Less => {
+            reservation.shrink(old - new);
+            Ok(())
+        }
     }
 }
