@@ -161,7 +161,8 @@ impl<S: MapStateStore> GroupAggregate<S> {
     }
 
     fn output_row(&self, key_values: &[Scalar], node: &[Scalar]) -> Row {
-        let mut row = key_values.to_vec();
+        let mut row = Vec::with_capacity(key_values.len() + self.plan.projections.len());
+        row.extend_from_slice(key_values);
         for projection in &self.plan.projections {
             row.push(match projection {
                 Projection::Phys(i) => self.node_value(node, *i),
