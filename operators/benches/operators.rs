@@ -14,8 +14,8 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use keygroup::MaxParallelism;
 use memory_store::MemoryStore;
 use operators::{
-    AggCall, AggFunction, ChangelogBatch, GroupAggSpec, GroupAggregate, InnerJoin, JoinSide,
-    JoinSpec, RowKind, SortColumn, Top1, Top1Spec, schema_of,
+    AggCall, AggFunction, ChangelogBatch, ChangelogMode, GroupAggSpec, GroupAggregate, InnerJoin,
+    JoinSide, JoinSpec, MiniBatch, RowKind, SortColumn, Top1, Top1Spec, schema_of,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -51,6 +51,8 @@ fn bundles(rows: usize, keys: i64, bundle: usize, seed: u64) -> Vec<ChangelogBat
 
 const ROWS: usize = 100_000;
 const KEYS: i64 = 1_000;
+/// Rows per bundle of the group aggregate's input.
+const BUNDLE: usize = 1_000;
 
 fn agg_spec(insert_only: bool) -> GroupAggSpec {
     GroupAggSpec::new(
@@ -76,14 +78,28 @@ fn group_aggregate_on<S: BenchStore>(c: &mut Criterion, input: &[ChangelogBatch]
     g.throughput(Throughput::Elements(ROWS as u64));
     g.sample_size(10);
     // insert-only: COUNT(*), SUM, MIN, MAX; retract plan: the same calls as Flink plans them
-    // for a retracting input (MIN/MAX with value -> count companions), fed the same +I rows.
-    for (name, insert_only) in [("insert_only", true), ("retract_plan", false)] {
+    // for a retracting input (MIN/MAX with value -> count companions), fed the same +I rows;
+    // mini-batch: insert-only with each bundle one mini-batch (local-global, upsert output:
+    // the bench binary's W2).
+    for (name, insert_only, mini_batch) in [
+        ("insert_only", true, false),
+        ("retract_plan", false, false),
+        ("insert_only_mini_batch", true, true),
+    ] {
+        let spec = || {
+            let spec = agg_spec(insert_only);
+            if mini_batch {
+                spec.with_mini_batch(MiniBatch { size: BUNDLE })
+                    .with_changelog_mode(ChangelogMode::Upsert)
+            } else {
+                spec
+            }
+        };
         g.bench_function(name, |b| {
             b.iter_batched(
                 S::fresh,
                 |mut st| {
-                    let mut op =
-                        GroupAggregate::try_new("g", agg_spec(insert_only), &mut st).expect("open");
+                    let mut op = GroupAggregate::try_new("g", spec(), &mut st).expect("open");
                     for bundle in input {
                         black_box(op.process_bundle(bundle).expect("bundle"));
                     }
@@ -120,7 +136,7 @@ fn group_aggregate_on<S: BenchStore>(c: &mut Criterion, input: &[ChangelogBatch]
 }
 
 fn group_aggregate(c: &mut Criterion) {
-    let input = bundles(ROWS, KEYS, 1_000, 42);
+    let input = bundles(ROWS, KEYS, BUNDLE, 42);
     group_aggregate_on::<MemoryStore>(c, &input);
     group_aggregate_on::<RocksStore>(c, &input);
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{Field, Fields, Schema, SchemaRef};
 use keygroup::RowKind;
-use state_api::{Row, Scalar, arrays_from_rows, scalar_from_array};
+use state_api::{Row, Scalar, arrays_from_rows, rows_from_arrays, scalar_from_array};
 
 use crate::error::{Error, Result};
 
@@ -157,18 +157,10 @@ pub fn schema_of(fields: &Fields) -> SchemaRef {
 /// [`Error::MissingColumn`], [`Error::WrongType`], [`Error::NullInNonNullable`].
 pub(crate) fn validated_rows(input: &Fields, batch: &ChangelogBatch) -> Result<Vec<Row>> {
     validate(input, batch)?;
-    let b = batch.batch();
-    let mut rows = Vec::with_capacity(b.num_rows());
-    for i in 0..b.num_rows() {
-        let row = b
-            .columns()
-            .iter()
-            .take(input.len())
-            .map(|c| scalar_from_array(c.as_ref(), i))
-            .collect::<state_api::Result<Vec<Scalar>>>()?;
-        rows.push(row);
-    }
-    Ok(rows)
+    let columns = batch.batch().columns();
+    Ok(rows_from_arrays(
+        columns.get(..input.len()).unwrap_or(columns),
+    )?)
 }
 
 /// Checks `batch` against the operator's `input` fields as [`validated_rows`] does, without

@@ -439,6 +439,43 @@ where
     encode_columns(fields, &kinds, &rows)
 }
 
+/// Reads every row of `columns` (arrays of one length, each of a supported type) as a
+/// [`Row`], row by row: each column is downcast once, where [`scalar_from_array`] downcasts
+/// per cell.
+///
+/// ```
+/// use std::sync::Arc;
+/// use state_api::arrow_array::{ArrayRef, Int64Array, StringArray};
+/// use state_api::{Scalar, rows_from_arrays};
+///
+/// let columns: Vec<ArrayRef> = vec![
+///     Arc::new(Int64Array::from(vec![Some(1), None])),
+///     Arc::new(StringArray::from(vec!["a", "b"])),
+/// ];
+/// let rows = rows_from_arrays(&columns).unwrap();
+/// assert_eq!(rows[1], vec![Scalar::Null, Scalar::Utf8("b".into())]);
+/// ```
+///
+/// # Errors
+/// [`Error::Codec`] (with an empty column name) when a column's type is not supported, the
+/// columns differ in length, or a decimal exceeds its precision; nothing is read then.
+pub fn rows_from_arrays(columns: &[ArrayRef]) -> Result<Vec<Row>> {
+    let len = columns.first().map_or(0, Array::len);
+    let typed = columns
+        .iter()
+        .map(|column| {
+            if column.len() != len {
+                return Err(codec_error("", "columns differ in length"));
+            }
+            let kind = Kind::of(column.data_type()).ok_or_else(|| codec_error("", UNSUPPORTED))?;
+            Typed::new(kind, "", column.as_ref())
+        })
+        .collect::<Result<Vec<Typed<'_>>>>()?;
+    Ok((0..len)
+        .map(|row| typed.iter().map(|column| column.cell(row)).collect())
+        .collect())
+}
+
 /// Reads the cell at `row` of `array` (of a supported type) as a [`Scalar`].
 ///
 /// # Errors

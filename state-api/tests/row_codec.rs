@@ -1,4 +1,4 @@
-//! `RowCodec`, `Scalar`, `scalar_from_array` and `arrays_from_rows`: round trips of every
+//! `RowCodec`, `Scalar`, `scalar_from_array`, `rows_from_arrays` and `arrays_from_rows`: round trips of every
 //! supported type (nullable or not), bitwise floats, refusals with `Error::Codec`, and
 //! property tests (random schemas and rows; adversarial columns never panic).
 
@@ -14,7 +14,9 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use proptest::prelude::*;
-use state_api::{Error, Row, RowCodec, Scalar, ValueCodec, arrays_from_rows, scalar_from_array};
+use state_api::{
+    Error, Row, RowCodec, Scalar, ValueCodec, arrays_from_rows, rows_from_arrays, scalar_from_array,
+};
 
 fn all_types() -> Vec<DataType> {
     vec![
@@ -663,6 +665,7 @@ proptest! {
                 prop_assert_eq!(&scalar_from_array(columns[c].as_ref(), r).unwrap(), cell);
             }
         }
+        prop_assert_eq!(&rows_from_arrays(&columns).unwrap(), &rows);
         let mut out = Vec::new();
         codec.decode(&columns, &mut out).unwrap();
         prop_assert_eq!(out, rows);
@@ -693,5 +696,40 @@ proptest! {
                 let _ = scalar_from_array(column.as_ref(), row);
             }
         }
+        // Reading the columns whole agrees with reading them cell by cell, or refuses them.
+        match rows_from_arrays(&columns) {
+            Ok(read) => {
+                for (r, row) in read.iter().enumerate() {
+                    prop_assert_eq!(row.len(), columns.len());
+                    for (column, cell) in columns.iter().zip(row) {
+                        prop_assert_eq!(&scalar_from_array(column.as_ref(), r).unwrap(), cell);
+                    }
+                }
+            }
+            Err(err) => prop_assert!(matches!(err, Error::Codec { .. }), "{err}"),
+        }
     }
+}
+
+#[test]
+fn rows_from_arrays_refuses_unequal_lengths_unsupported_types_and_wide_decimals() {
+    let short: ArrayRef = Arc::new(Int64Array::from(vec![1]));
+    let long: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+    let err = rows_from_arrays(&[long.clone(), short]).unwrap_err();
+    assert_eq!(codec_reason(&err), "columns differ in length");
+    let large: ArrayRef = Arc::new(LargeStringArray::from(vec!["a", "b"]));
+    let err = rows_from_arrays(&[long.clone(), large]).unwrap_err();
+    assert_eq!(codec_reason(&err), "unsupported data type");
+    let wide: ArrayRef = Arc::new(
+        Decimal128Array::from(vec![Some(1), None, Some(100_000)])
+            .with_precision_and_scale(5, 2)
+            .unwrap(),
+    );
+    let err = rows_from_arrays(&[wide]).unwrap_err();
+    assert!(matches!(err, Error::Codec { .. }), "{err}");
+    assert_eq!(rows_from_arrays(&[]).unwrap(), Vec::<Row>::new());
+    assert_eq!(
+        rows_from_arrays(&[long]).unwrap(),
+        vec![vec![Scalar::Int64(1)], vec![Scalar::Int64(2)]]
+    );
 }
