@@ -183,24 +183,6 @@ pub(crate) fn validate(input: &Fields, batch: &ChangelogBatch) -> Result<()> {
     Ok(())
 }
 
-/// Reads row `row` of the first `width` columns of a validated `batch` into `out` (cleared
-/// first): the row-at-a-time form of [`validated_rows`] that reuses one buffer.
-///
-/// # Errors
-/// A state-api codec error (a decimal beyond its precision, a row out of bounds).
-pub(crate) fn read_row_into(
-    batch: &ChangelogBatch,
-    width: usize,
-    row: usize,
-    out: &mut Vec<Scalar>,
-) -> Result<()> {
-    out.clear();
-    for c in batch.batch().columns().iter().take(width) {
-        out.push(scalar_from_array(c.as_ref(), row)?);
-    }
-    Ok(())
-}
-
 fn check_column(index: usize, field: &Field, column: &dyn Array) -> Result<()> {
     if column.data_type() != field.data_type() {
         return Err(Error::WrongType {

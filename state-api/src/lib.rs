@@ -156,7 +156,9 @@ pub use prefix_map::{
     VacantPrefixEntry,
 };
 pub use registry::TableRegistry;
-pub use row::{Row, RowCodec, Scalar, arrays_from_rows, rows_from_arrays, scalar_from_array};
+pub use row::{
+    Row, RowCodec, RowReader, Scalar, arrays_from_rows, rows_from_arrays, scalar_from_array,
+};
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,

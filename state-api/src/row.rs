@@ -7,6 +7,7 @@
 //! The supported types are listed on [`RowCodec`].
 
 use std::cmp::Ordering;
+use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -440,8 +441,8 @@ where
 }
 
 /// Reads every row of `columns` (arrays of one length, each of a supported type) as a
-/// [`Row`], row by row: each column is downcast once, where [`scalar_from_array`] downcasts
-/// per cell.
+/// [`Row`], row by row: each column is downcast once (see [`RowReader`]), where
+/// [`scalar_from_array`] downcasts per cell.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -457,23 +458,93 @@ where
 /// ```
 ///
 /// # Errors
-/// [`Error::Codec`] (with an empty column name) when a column's type is not supported, the
-/// columns differ in length, or a decimal exceeds its precision; nothing is read then.
+/// As [`RowReader::try_new`]; nothing is read then.
 pub fn rows_from_arrays(columns: &[ArrayRef]) -> Result<Vec<Row>> {
-    let len = columns.first().map_or(0, Array::len);
-    let typed = columns
-        .iter()
-        .map(|column| {
-            if column.len() != len {
-                return Err(codec_error("", "columns differ in length"));
-            }
-            let kind = Kind::of(column.data_type()).ok_or_else(|| codec_error("", UNSUPPORTED))?;
-            Typed::new(kind, "", column.as_ref())
+    let reader = RowReader::try_new(columns)?;
+    Ok((0..reader.len)
+        .map(|row| {
+            reader
+                .columns
+                .iter()
+                .map(|column| column.cell(row))
+                .collect()
         })
-        .collect::<Result<Vec<Typed<'_>>>>()?;
-    Ok((0..len)
-        .map(|row| typed.iter().map(|column| column.cell(row)).collect())
         .collect())
+}
+
+/// The rows of a batch's columns read as [`Scalar`]s, each column downcast (and its decimals
+/// checked) once when the reader is made.
+///
+/// ```
+/// use std::sync::Arc;
+/// use state_api::arrow_array::{ArrayRef, Int64Array};
+/// use state_api::{RowReader, Scalar};
+///
+/// let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![7, 8]))];
+/// let reader = RowReader::try_new(&columns).unwrap();
+/// let mut row = Vec::new();
+/// reader.read_into(1, &mut row).unwrap();
+/// assert_eq!(row, [Scalar::Int64(8)]);
+/// assert!(reader.read_into(2, &mut row).is_err());
+/// ```
+pub struct RowReader<'a> {
+    columns: Vec<Typed<'a>>,
+    len: usize,
+}
+
+impl fmt::Debug for RowReader<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowReader")
+            .field("columns", &self.columns.len())
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<'a> RowReader<'a> {
+    /// A reader of `columns` (arrays of one length, each of a supported type).
+    ///
+    /// # Errors
+    /// [`Error::Codec`] (with an empty column name) when a column's type is not supported,
+    /// the columns differ in length, or a decimal exceeds its precision.
+    pub fn try_new(columns: &'a [ArrayRef]) -> Result<Self> {
+        let len = columns.first().map_or(0, Array::len);
+        let columns = columns
+            .iter()
+            .map(|column| {
+                if column.len() != len {
+                    return Err(codec_error("", "columns differ in length"));
+                }
+                let kind =
+                    Kind::of(column.data_type()).ok_or_else(|| codec_error("", UNSUPPORTED))?;
+                Typed::new(kind, "", column.as_ref())
+            })
+            .collect::<Result<Vec<Typed<'a>>>>()?;
+        Ok(Self { columns, len })
+    }
+
+    /// Rows in the columns.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the columns hold no row.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Replaces `out`'s contents with the cells of row `row`.
+    ///
+    /// # Errors
+    /// [`Error::Codec`] for a row out of bounds (`out` is then empty).
+    pub fn read_into(&self, row: usize, out: &mut Vec<Scalar>) -> Result<()> {
+        out.clear();
+        if row >= self.len {
+            return Err(codec_error("", "row index out of bounds"));
+        }
+        out.extend(self.columns.iter().map(|column| column.cell(row)));
+        Ok(())
+    }
 }
 
 /// Reads the cell at `row` of `array` (of a supported type) as a [`Scalar`].

@@ -15,7 +15,8 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use proptest::prelude::*;
 use state_api::{
-    Error, Row, RowCodec, Scalar, ValueCodec, arrays_from_rows, rows_from_arrays, scalar_from_array,
+    Error, Row, RowCodec, RowReader, Scalar, ValueCodec, arrays_from_rows, rows_from_arrays,
+    scalar_from_array,
 };
 
 fn all_types() -> Vec<DataType> {
@@ -666,6 +667,15 @@ proptest! {
             }
         }
         prop_assert_eq!(&rows_from_arrays(&columns).unwrap(), &rows);
+        let reader = RowReader::try_new(&columns).unwrap();
+        prop_assert_eq!(reader.len(), rows.len());
+        let mut cells = vec![Scalar::Null];
+        for (r, row) in rows.iter().enumerate() {
+            reader.read_into(r, &mut cells).unwrap();
+            prop_assert_eq!(&cells, row);
+        }
+        prop_assert!(reader.read_into(rows.len(), &mut cells).is_err());
+        prop_assert!(cells.is_empty());
         let mut out = Vec::new();
         codec.decode(&columns, &mut out).unwrap();
         prop_assert_eq!(out, rows);

@@ -13,9 +13,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use keygroup::{KeyGroup, RowKind};
-use state_api::{MapHydration, Scalar};
+use state_api::{MapHydration, RowReader, Scalar};
 
-use crate::changelog::{ChangelogBatch, read_row_into, validate};
+use crate::changelog::{ChangelogBatch, validate};
 use crate::condition::JoinSide;
 use crate::error::Result;
 
@@ -95,9 +95,10 @@ impl BundleInput {
             } else {
                 &mut *right
             };
-            let width = s.fields.len();
+            let columns = batch.batch().columns();
+            let reader = RowReader::try_new(columns.get(..s.fields.len()).unwrap_or(columns))?;
             for (row, kind) in batch.kinds().iter().enumerate() {
-                read_row_into(batch, width, row, &mut values)?;
+                reader.read_into(row, &mut values)?;
                 let key_group = s.keys.encode(&values, &mut key)?;
                 let start = input.bytes.len();
                 s.records.encode_into(&values, &mut input.bytes)?;
