@@ -36,6 +36,8 @@ USAGE: sfstate-bench [OPTIONS]
                        map tables), 0 = write-through per bundle (default: the slot's, 32)
   --memtable-bloom R   typed-store memtable bloom ratio, 0 = off (default: the slot's)
   --insert-hint on|off typed-store memtable sequential insert hint (default: the slot's, on)
+  --warmup N           untimed runs of each run before its timed one, in the same process
+                       (default 0; compat/flink-bench/run.sh passes 1, as Flink gets one)
   --quick              50000 events, 2000 keys: a check that runs in seconds (CI)
   --json               print the reports as JSON (one array) instead of the table
   --dir PATH           where stores and snapshots go (default: the temp directory)
@@ -78,6 +80,8 @@ pub struct Options {
     pub memtable_bloom: Option<f64>,
     /// typed-store memtable sequential insert hint, `None` for the slot's default.
     pub insert_hint: Option<bool>,
+    /// Untimed runs of each run before its timed one (checked like it, not reported).
+    pub warmup: u32,
     /// JSON output.
     pub json: bool,
     /// Working directory.
@@ -110,6 +114,7 @@ impl Default for Options {
             write_behind_mib: None,
             memtable_bloom: None,
             insert_hint: None,
+            warmup: 0,
             json: false,
             dir: std::env::temp_dir(),
             progress: true,
@@ -206,6 +211,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
                     _ => return Err(usage("--insert-hint on|off")),
                 };
             }
+            "--warmup" => o.warmup = number("--warmup", args.next())?,
             "--quick" => {
                 o.events = 50_000;
                 o.keys = 2_000;
@@ -299,7 +305,7 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
             }
         }
         for (is_typed, spec) in specs {
-            let report = match (workload, is_typed) {
+            let run_once = || match (workload, is_typed) {
                 #[cfg(feature = "typed")]
                 (WorkloadId::W1, true) => run::<_, GroupAggregate>(&typed, &spec),
                 #[cfg(feature = "typed")]
@@ -313,7 +319,12 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
                 (WorkloadId::W1, false) => run::<_, GroupAggregate>(&Memory, &spec),
                 (WorkloadId::W4, false) => run::<_, TopOne>(&Memory, &spec),
                 (WorkloadId::W2 | WorkloadId::W3, false) => run_operator(&Memory, workload, &spec),
-            }?;
+            };
+            // A warm-up run is a whole run (checked the same way); its report is dropped.
+            for _ in 0..options.warmup {
+                run_once()?;
+            }
+            let report = run_once()?;
             same_as_other_backends(&reports, &report)?;
             if !options.json {
                 println!("{}", line(&report));
@@ -431,6 +442,12 @@ mod tests {
         assert_eq!(o.workloads, [WorkloadId::W4]);
         assert!(o.memory && !o.typed && o.json);
         assert_eq!((o.events, o.keys), (50_000, 2_000));
+        assert_eq!(o.warmup, 0);
+        let o = parse(["--warmup".to_owned(), "2".to_owned()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.warmup, 2);
+        assert!(parse(["--warmup".to_owned(), "x".to_owned()]).is_err());
         assert!(parse(["--bogus".to_owned()]).is_err());
         assert!(parse(["--help".to_owned()]).unwrap().is_none());
     }

@@ -68,3 +68,41 @@ fn a_bad_argument_is_a_usage_error() {
         .status;
     assert_eq!(status.code(), Some(2));
 }
+
+/// `--warmup 1` runs each run once untimed first: one report per run, the same checksums as
+/// without it (a warm-up's stores are its own; the timed run starts from empty state).
+#[test]
+fn a_warm_up_run_is_not_reported_and_changes_no_result() {
+    let run = |warmup: &str| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let output = Command::new(env!("CARGO_BIN_EXE_sfstate-bench"))
+            .args(["--quick", "--json", "--no-progress", "--workload", "w1,w3"])
+            .args(["--backend", "memory", "--parallelism", "1", "--warmup", warmup])
+            .arg("--dir")
+            .arg(dir.path())
+            .output()
+            .expect("run sfstate-bench");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let reports: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        reports
+            .as_array()
+            .expect("an array of reports")
+            .iter()
+            .map(|r| {
+                (
+                    r["workload"].to_string(),
+                    r["chk_changelog"].to_string(),
+                    r["chk_final"].to_string(),
+                    r["rows"].to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let cold = run("0");
+    assert_eq!(cold.len(), 2, "{cold:?}");
+    assert_eq!(run("1"), cold);
+}

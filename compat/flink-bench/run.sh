@@ -136,7 +136,7 @@ for w in $WORKLOADS; do
                 seen=$(wait_idle); idle=${seen% *}; load=${seen#* }
                 echo "== $w p$p: sfstate $ours run $r (idle $idle, load $load)" >&2
                 "$BENCH" --workload "$w" --backend "$ours" --parallelism "$p" --per-record "$PER_RECORD" \
-                    --events "$EVENTS" --keys "$KEYS" --json --no-progress \
+                    --events "$EVENTS" --keys "$KEYS" --warmup 1 --json --no-progress \
                     | python3 -c "import json,sys; [print(json.dumps(dict(r, engine='sfstate', idle=$idle, load1=$load))) for r in json.load(sys.stdin)]" \
                     | tee -a "$OUT/sfstate.jsonl" >&2
             done
