@@ -77,7 +77,14 @@ fn a_warm_up_run_is_not_reported_and_changes_no_result() {
         let dir = tempfile::tempdir().expect("temp dir");
         let output = Command::new(env!("CARGO_BIN_EXE_sfstate-bench"))
             .args(["--quick", "--json", "--no-progress", "--workload", "w1,w3"])
-            .args(["--backend", "memory", "--parallelism", "1", "--warmup", warmup])
+            .args([
+                "--backend",
+                "memory",
+                "--parallelism",
+                "1",
+                "--warmup",
+                warmup,
+            ])
             .arg("--dir")
             .arg(dir.path())
             .output()
