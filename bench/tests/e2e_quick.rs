@@ -4,11 +4,14 @@
 
 use std::process::Command;
 
-#[test]
-fn quick_run_checks_every_workload_and_backend() {
+/// The reports of `sfstate-bench --quick --json --no-progress` with `args`, in a fresh
+/// directory; fails the test when the binary fails.
+fn quick_reports(args: &[&str]) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().expect("temp dir");
     let output = Command::new(env!("CARGO_BIN_EXE_sfstate-bench"))
-        .args(["--quick", "--json", "--no-progress", "--dir"])
+        .args(["--quick", "--json", "--no-progress"])
+        .args(args)
+        .arg("--dir")
         .arg(dir.path())
         .output()
         .expect("run sfstate-bench");
@@ -18,7 +21,12 @@ fn quick_run_checks_every_workload_and_backend() {
         String::from_utf8_lossy(&output.stderr)
     );
     let reports: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-    let reports = reports.as_array().expect("an array of reports");
+    reports.as_array().expect("an array of reports").clone()
+}
+
+#[test]
+fn quick_run_checks_every_workload_and_backend() {
+    let reports = &quick_reports(&[]);
     // W1, W4: typed p1, typed p2, typed per-record, memory p1, memory p2; W2, W3 (operators
     // crate): typed p1, p2, memory p1, p2.
     assert_eq!(reports.len(), 18, "{reports:#?}");
@@ -74,40 +82,26 @@ fn a_bad_argument_is_a_usage_error() {
 #[test]
 fn a_warm_up_run_is_not_reported_and_changes_no_result() {
     let run = |warmup: &str| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let output = Command::new(env!("CARGO_BIN_EXE_sfstate-bench"))
-            .args(["--quick", "--json", "--no-progress", "--workload", "w1,w3"])
-            .args([
-                "--backend",
-                "memory",
-                "--parallelism",
-                "1",
-                "--warmup",
-                warmup,
-            ])
-            .arg("--dir")
-            .arg(dir.path())
-            .output()
-            .expect("run sfstate-bench");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let reports: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-        reports
-            .as_array()
-            .expect("an array of reports")
-            .iter()
-            .map(|r| {
-                (
-                    r["workload"].to_string(),
-                    r["chk_changelog"].to_string(),
-                    r["chk_final"].to_string(),
-                    r["rows"].to_string(),
-                )
-            })
-            .collect::<Vec<_>>()
+        quick_reports(&[
+            "--workload",
+            "w1,w3",
+            "--backend",
+            "memory",
+            "--parallelism",
+            "1",
+            "--warmup",
+            warmup,
+        ])
+        .iter()
+        .map(|r| {
+            (
+                r["workload"].to_string(),
+                r["chk_changelog"].to_string(),
+                r["chk_final"].to_string(),
+                r["rows"].to_string(),
+            )
+        })
+        .collect::<Vec<_>>()
     };
     let cold = run("0");
     assert_eq!(cold.len(), 2, "{cold:?}");

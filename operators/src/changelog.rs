@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Field, Fields, Schema, SchemaRef};
 use keygroup::RowKind;
 use state_api::{Row, Scalar, arrays_from_rows, rows_from_arrays, scalar_from_array};
@@ -157,10 +157,14 @@ pub fn schema_of(fields: &Fields) -> SchemaRef {
 /// [`Error::MissingColumn`], [`Error::WrongType`], [`Error::NullInNonNullable`].
 pub(crate) fn validated_rows(input: &Fields, batch: &ChangelogBatch) -> Result<Vec<Row>> {
     validate(input, batch)?;
+    Ok(rows_from_arrays(input_columns(input, batch))?)
+}
+
+/// The columns of `batch` an operator with `input` fields reads (its first `input.len()`;
+/// [`validate`] checks there are that many).
+pub(crate) fn input_columns<'a>(input: &Fields, batch: &'a ChangelogBatch) -> &'a [ArrayRef] {
     let columns = batch.batch().columns();
-    Ok(rows_from_arrays(
-        columns.get(..input.len()).unwrap_or(columns),
-    )?)
+    columns.get(..input.len()).unwrap_or(columns)
 }
 
 /// Checks `batch` against the operator's `input` fields as [`validated_rows`] does, without

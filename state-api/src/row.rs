@@ -408,8 +408,11 @@ impl ValueCodec for RowCodec {
             .zip(columns)
             .map(|((field, kind), column)| Typed::new(*kind, field.name(), column.as_ref()))
             .collect::<Result<Vec<Typed<'_>>>>()?;
-        out.reserve(len);
-        out.extend((0..len).map(|row| typed.iter().map(|column| column.cell(row)).collect()));
+        RowReader {
+            columns: typed,
+            len,
+        }
+        .append_rows(out);
         Ok(())
     }
 
@@ -460,16 +463,9 @@ where
 /// # Errors
 /// As [`RowReader::try_new`]; nothing is read then.
 pub fn rows_from_arrays(columns: &[ArrayRef]) -> Result<Vec<Row>> {
-    let reader = RowReader::try_new(columns)?;
-    Ok((0..reader.len)
-        .map(|row| {
-            reader
-                .columns
-                .iter()
-                .map(|column| column.cell(row))
-                .collect()
-        })
-        .collect())
+    let mut rows = Vec::new();
+    RowReader::try_new(columns)?.append_rows(&mut rows);
+    Ok(rows)
 }
 
 /// The rows of a batch's columns read as [`Scalar`]s, each column downcast (and its decimals
@@ -542,8 +538,19 @@ impl<'a> RowReader<'a> {
         if row >= self.len {
             return Err(codec_error("", "row index out of bounds"));
         }
-        out.extend(self.columns.iter().map(|column| column.cell(row)));
+        out.extend(self.cells(row));
         Ok(())
+    }
+
+    /// The cells of row `row`, which the caller keeps below [`len`](Self::len).
+    fn cells(&self, row: usize) -> impl Iterator<Item = Scalar> + '_ {
+        self.columns.iter().map(move |column| column.cell(row))
+    }
+
+    /// Appends every row to `out`.
+    fn append_rows(&self, out: &mut Vec<Row>) {
+        out.reserve(self.len);
+        out.extend((0..self.len).map(|row| self.cells(row).collect()));
     }
 }
 

@@ -15,7 +15,7 @@ use std::ops::Range;
 use keygroup::{KeyGroup, RowKind};
 use state_api::{MapHydration, RowReader, Scalar};
 
-use crate::changelog::{ChangelogBatch, validate};
+use crate::changelog::{ChangelogBatch, input_columns, validate};
 use crate::condition::JoinSide;
 use crate::error::Result;
 
@@ -95,8 +95,7 @@ impl BundleInput {
             } else {
                 &mut *right
             };
-            let columns = batch.batch().columns();
-            let reader = RowReader::try_new(columns.get(..s.fields.len()).unwrap_or(columns))?;
+            let reader = RowReader::try_new(input_columns(&s.fields, batch))?;
             for (row, kind) in batch.kinds().iter().enumerate() {
                 reader.read_into(row, &mut values)?;
                 let key_group = s.keys.encode(&values, &mut key)?;
