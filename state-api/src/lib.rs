@@ -121,6 +121,7 @@ mod prefetch;
 mod prefix_map;
 mod registry;
 mod row;
+mod scalar_ref;
 mod snapshot;
 mod sortkey;
 mod sweep;
@@ -159,6 +160,7 @@ pub use registry::TableRegistry;
 pub use row::{
     Row, RowCodec, RowReader, Scalar, arrays_from_rows, rows_from_arrays, scalar_from_array,
 };
+pub use scalar_ref::ScalarRef;
 pub use snapshot::{
     CANONICAL_VERSION, CANONICAL_VERSION_KEY, CanonicalTable, DecodedRows, KEY_COLUMN,
     LAST_ACCESS_COLUMN, RestoreSummary, SnapshotSummary, canonical_schema, decode_canonical_batch,

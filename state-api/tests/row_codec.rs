@@ -673,6 +673,13 @@ proptest! {
         for (r, row) in rows.iter().enumerate() {
             reader.read_into(r, &mut cells).unwrap();
             prop_assert_eq!(&cells, row);
+            for (c, cell) in row.iter().enumerate() {
+                prop_assert_eq!(&reader.cell(c, r).unwrap().to_scalar(), cell);
+            }
+            prop_assert!(reader.cell(row.len(), r).is_none());
+        }
+        for c in 0..fields.len() {
+            prop_assert!(reader.cell(c, rows.len()).is_none());
         }
         prop_assert!(reader.read_into(rows.len(), &mut cells).is_err());
         prop_assert!(cells.is_empty());
@@ -715,6 +722,22 @@ proptest! {
                         prop_assert_eq!(&scalar_from_array(column.as_ref(), r).unwrap(), cell);
                     }
                 }
+            }
+            Err(err) => prop_assert!(matches!(err, Error::Codec { .. }), "{err}"),
+        }
+        // A reader of the columns hands out the same cells borrowed, or refuses them.
+        match RowReader::try_new(&columns) {
+            Ok(reader) => {
+                for (c, column) in columns.iter().enumerate() {
+                    for r in 0..column.len() {
+                        prop_assert_eq!(
+                            reader.cell(c, r).unwrap().to_scalar(),
+                            scalar_from_array(column.as_ref(), r).unwrap()
+                        );
+                    }
+                    prop_assert!(reader.cell(c, reader.len()).is_none());
+                }
+                prop_assert!(reader.cell(columns.len(), 0).is_none());
             }
             Err(err) => prop_assert!(matches!(err, Error::Codec { .. }), "{err}"),
         }

@@ -13,7 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use keygroup::{KeyGroup, RowKind};
-use state_api::{MapHydration, RowReader, Scalar};
+use state_api::{MapHydration, RowReader};
 
 use crate::changelog::{ChangelogBatch, input_columns, validate};
 use crate::condition::JoinSide;
@@ -87,7 +87,6 @@ impl BundleInput {
         }
         let input = self;
         input.rows.reserve(rows);
-        let mut values: Vec<Scalar> = Vec::new();
         let mut key = Vec::new();
         for (side, batch) in segments {
             let s = if *side == JoinSide::Left {
@@ -97,10 +96,11 @@ impl BundleInput {
             };
             let reader = RowReader::try_new(input_columns(&s.fields, batch))?;
             for (row, kind) in batch.kinds().iter().enumerate() {
-                reader.read_into(row, &mut values)?;
-                let key_group = s.keys.encode(&values, &mut key)?;
+                // Cells straight from the columns into the key and record bytes.
+                let key_group = s.keys.encode_cells(&reader, row, &mut key)?;
                 let start = input.bytes.len();
-                s.records.encode_into(&values, &mut input.bytes)?;
+                s.records
+                    .encode_cells_into(&reader, row, &mut input.bytes)?;
                 let record = start..input.bytes.len();
                 let id = input.intern(key_group, &key);
                 input.rows.push(InputRow {
@@ -108,7 +108,7 @@ impl BundleInput {
                     kind: *kind,
                     key: id,
                     record,
-                    null_key: s.keys.has_null(&values),
+                    null_key: s.keys.has_null_cells(&reader, row),
                     probed_again: false,
                 });
             }
