@@ -16,9 +16,16 @@
 //!   at least one slot is empty and every probe ends.
 //! - Removal shifts the run after the hole back (no tombstones), so probe runs stay short
 //!   under churn.
-//! - The hash function is foldhash with a per-map random seed; slots keep the full 64-bit
-//!   hash, so growth moves slots without rehashing keys and a probe compares key bytes only
-//!   when the hashes are equal.
+//! - The hash function is foldhash with a per-map random seed; slots keep the hash's low 32
+//!   bits (the home of any capacity up to 2^32 slots), so growth moves slots without
+//!   rehashing keys and a probe compares key bytes only when those bits are equal.
+//! - Beside the stored hash each slot has one 32-bit word the map never reads (0 unless its
+//!   owner sets it, through the `*_word` methods): room for per-entry flags in bytes a
+//!   64-bit hash would otherwise leave as padding. memory-store keeps an entry's tombstone
+//!   bit and dirty epoch there, so a 32-byte value's slot is exactly 64 bytes.
+//! - `A` ([`SlotAlignment`]) aligns the slots: [`CacheLineAligned`] puts a slot of at most
+//!   64 bytes on exactly one cache line (an unaligned 64-byte slot spans two lines 7 times
+//!   in 8, and a lookup then waits for both).
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -30,11 +37,60 @@ use crate::InlineKey;
 
 /// One occupied slot.
 #[derive(Clone)]
-struct Slot<V> {
-    hash: u64,
+struct Slot<V, A> {
+    /// Zero bytes of `A`: the slot's alignment.
+    _align: [A; 0],
+    /// The key's hash, low 32 bits.
+    hash: u32,
+    /// The owner's word (see the module docs).
+    word: u32,
     key: InlineKey,
     value: V,
 }
+
+impl<V, A> Slot<V, A> {
+    fn new(hash: u64, word: u32, key: InlineKey, value: V) -> Self {
+        Self {
+            _align: [],
+            hash: stored(hash),
+            word,
+            key,
+            value,
+        }
+    }
+}
+
+/// The bits of a hash a slot keeps.
+#[inline]
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "the low 32 bits are what a slot keeps"
+)]
+fn stored(hash: u64) -> u32 {
+    hash as u32
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Unaligned {}
+    impl Sealed for super::CacheLineAligned {}
+}
+
+/// How a [`FlatMap`]'s slots are aligned (sealed: [`Unaligned`] or [`CacheLineAligned`]).
+pub trait SlotAlignment: Copy + fmt::Debug + sealed::Sealed {}
+
+/// Slots at the alignment of their fields (the default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unaligned;
+
+/// Slots aligned to a 64-byte cache line: a slot of at most 64 bytes is one line (larger
+/// ones round up to a multiple of 64 bytes).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(align(64))]
+pub struct CacheLineAligned;
+
+impl SlotAlignment for Unaligned {}
+impl SlotAlignment for CacheLineAligned {}
 
 /// A hash map from key bytes to `V` laid out for prefetching (see the module docs).
 ///
@@ -51,19 +107,19 @@ struct Slot<V> {
 /// assert_eq!(map.len(), 1);
 /// ```
 #[derive(Clone)]
-pub struct FlatMap<V> {
-    slots: Vec<Option<Slot<V>>>,
+pub struct FlatMap<V, A: SlotAlignment = Unaligned> {
+    slots: Vec<Option<Slot<V, A>>>,
     len: usize,
     hasher: RandomState,
 }
 
-impl<V> Default for FlatMap<V> {
+impl<V, A: SlotAlignment> Default for FlatMap<V, A> {
     fn default() -> Self {
-        Self::new()
+        Self::with_hasher(RandomState::default())
     }
 }
 
-impl<V: fmt::Debug> fmt::Debug for FlatMap<V> {
+impl<V: fmt::Debug, A: SlotAlignment> fmt::Debug for FlatMap<V, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
@@ -75,11 +131,14 @@ fn fits(len: usize, capacity: usize) -> bool {
 }
 
 impl<V> FlatMap<V> {
-    /// An empty map; it allocates on the first insert.
+    /// An empty map of [`Unaligned`] slots; it allocates on the first insert (for another
+    /// alignment: `FlatMap::<V, A>::default()` or [`with_hasher`](Self::with_hasher)).
     pub fn new() -> Self {
         Self::with_hasher(RandomState::default())
     }
+}
 
+impl<V, A: SlotAlignment> FlatMap<V, A> {
     /// An empty map hashing with `hasher` (maps sharing a hasher give a key the same hash).
     pub fn with_hasher(hasher: RandomState) -> Self {
         Self {
@@ -92,7 +151,7 @@ impl<V> FlatMap<V> {
     /// Bytes of one slot: what the map allocates per slot of capacity. The map holds
     /// between 3/8 and 3/4 of its capacity once it has grown, so an entry costs 4/3 to
     /// 8/3 slots; [`FlatMap::ENTRY_BYTES`] charges 2.
-    pub const SLOT_BYTES: usize = size_of::<Option<Slot<V>>>();
+    pub const SLOT_BYTES: usize = size_of::<Option<Slot<V, A>>>();
 
     /// The bytes a backend charges per entry for the table itself (two slots: the mean of
     /// the 4/3 to 8/3 slots an entry occupies between growths), key heap bytes and value
@@ -149,7 +208,7 @@ impl<V> FlatMap<V> {
         // bound only keeps a broken invariant from looping.
         for _ in 0..self.slots.len() {
             match self.slots.get(index) {
-                Some(Some(slot)) if slot.hash == hash && slot.key.eq_bytes(key) => {
+                Some(Some(slot)) if slot.hash == stored(hash) && slot.key.eq_bytes(key) => {
                     return Ok(index);
                 }
                 Some(Some(_)) => index = (index + 1) & mask,
@@ -168,7 +227,7 @@ impl<V> FlatMap<V> {
         let mut index = Self::home(hash, mask);
         for _ in 0..self.slots.len() {
             match self.slots.get(index) {
-                Some(Some(slot)) if slot.hash == hash => return Some(&slot.value),
+                Some(Some(slot)) if slot.hash == stored(hash) => return Some(&slot.value),
                 Some(Some(_)) => index = (index + 1) & mask,
                 _ => return None,
             }
@@ -198,20 +257,40 @@ impl<V> FlatMap<V> {
     /// The value of `key`, whose hash is `hash`, mutably.
     #[inline]
     pub fn get_mut_hashed(&mut self, hash: u64, key: &[u8]) -> Option<&mut V> {
+        self.get_mut_with_word_hashed(hash, key)
+            .map(|(_, value)| value)
+    }
+
+    /// The owner's word and the value of `key`, both mutably.
+    #[inline]
+    pub fn get_mut_with_word(&mut self, key: &[u8]) -> Option<(&mut u32, &mut V)> {
+        self.get_mut_with_word_hashed(self.hash(key), key)
+    }
+
+    /// The owner's word and the value of `key`, whose hash is `hash`, both mutably.
+    #[inline]
+    pub fn get_mut_with_word_hashed(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+    ) -> Option<(&mut u32, &mut V)> {
         let index = self.probe(hash, key).ok()?;
-        self.slots.get_mut(index)?.as_mut().map(|s| &mut s.value)
+        self.slots
+            .get_mut(index)?
+            .as_mut()
+            .map(|s| (&mut s.word, &mut s.value))
     }
 
     /// The entry of `key`: found, or the place to insert it (one probe for both).
     #[inline]
-    pub fn entry<'a>(&'a mut self, key: &'a [u8]) -> Entry<'a, V> {
+    pub fn entry<'a>(&'a mut self, key: &'a [u8]) -> Entry<'a, V, A> {
         let hash = self.hash(key);
         self.entry_hashed(hash, key)
     }
 
     /// The entry of `key`, whose hash is `hash`.
     #[inline]
-    pub fn entry_hashed<'a>(&'a mut self, hash: u64, key: &'a [u8]) -> Entry<'a, V> {
+    pub fn entry_hashed<'a>(&'a mut self, hash: u64, key: &'a [u8]) -> Entry<'a, V, A> {
         match self.probe(hash, key) {
             Ok(index) => Entry::Occupied(OccupiedEntry { map: self, index }),
             Err(index) => Entry::Vacant(VacantEntry {
@@ -234,14 +313,7 @@ impl<V> FlatMap<V> {
     ) -> &mut V {
         let index = match self.probe(hash, key) {
             Ok(index) => index,
-            Err(index) => self.place(
-                index,
-                Slot {
-                    hash,
-                    key: InlineKey::from(key),
-                    value: make(),
-                },
-            ),
+            Err(index) => self.place(index, Slot::new(hash, 0, InlineKey::from(key), make())),
         };
         match self.slots.get_mut(index) {
             Some(Some(slot)) => &mut slot.value,
@@ -249,17 +321,26 @@ impl<V> FlatMap<V> {
         }
     }
 
-    /// Inserts `value` for `key`; returns the value it replaces.
+    /// Inserts `value` for `key` (its word 0); returns the value it replaces.
     pub fn insert(&mut self, key: InlineKey, value: V) -> Option<V> {
+        self.insert_with_word(key, 0, value)
+    }
+
+    /// Inserts `value` for `key` with the owner's word `word`; returns the value it
+    /// replaces (whose word is replaced too).
+    pub fn insert_with_word(&mut self, key: InlineKey, word: u32, value: V) -> Option<V> {
         let hash = self.hash(key.as_bytes());
         match self.probe(hash, key.as_bytes()) {
             Ok(index) => self
                 .slots
                 .get_mut(index)
                 .and_then(Option::as_mut)
-                .map(|slot| std::mem::replace(&mut slot.value, value)),
+                .map(|slot| {
+                    slot.word = word;
+                    std::mem::replace(&mut slot.value, value)
+                }),
             Err(index) => {
-                self.place(index, Slot { hash, key, value });
+                self.place(index, Slot::new(hash, word, key, value));
                 None
             }
         }
@@ -267,12 +348,12 @@ impl<V> FlatMap<V> {
 
     /// Puts `slot` (a key the map lacks) at `index`, the empty slot its probe ended on, or
     /// grows first and finds its slot again; returns where it went.
-    fn place(&mut self, index: usize, slot: Slot<V>) -> usize {
+    fn place(&mut self, index: usize, slot: Slot<V, A>) -> usize {
         let index = if fits(self.len + 1, self.slots.len()) {
             index
         } else {
             self.grow();
-            self.empty_slot_for(slot.hash)
+            self.empty_slot_for(u64::from(slot.hash))
         };
         if let Some(free) = self.slots.get_mut(index) {
             *free = Some(slot);
@@ -314,7 +395,7 @@ impl<V> FlatMap<V> {
         let capacity = (2 * old).max(8);
         let mask = capacity - 1;
         let front = self.slots.iter().position(Option::is_none).unwrap_or(old);
-        let mut aside: Vec<Slot<V>> = self
+        let mut aside: Vec<Slot<V, A>> = self
             .slots
             .get_mut(..front)
             .into_iter()
@@ -326,7 +407,7 @@ impl<V> FlatMap<V> {
             let Some(slot) = self.slots.get_mut(at).and_then(Option::take) else {
                 continue;
             };
-            let mut index = Self::home(slot.hash, mask);
+            let mut index = Self::home(u64::from(slot.hash), mask);
             while let Some(Some(_)) = self.slots.get(index) {
                 index += 1;
             }
@@ -336,7 +417,7 @@ impl<V> FlatMap<V> {
             }
         }
         for slot in aside {
-            let index = self.empty_slot_for(slot.hash);
+            let index = self.empty_slot_for(u64::from(slot.hash));
             if let Some(free) = self.slots.get_mut(index) {
                 *free = Some(slot);
             }
@@ -351,13 +432,13 @@ impl<V> FlatMap<V> {
 
     /// Empties slot `hole` and shifts the rest of its run back over it: a slot moves into
     /// the hole when the hole lies between the slot's home and where it is.
-    fn remove_at(&mut self, mut hole: usize) -> Option<Slot<V>> {
+    fn remove_at(&mut self, mut hole: usize) -> Option<Slot<V, A>> {
         let mask = self.mask()?;
         let removed = self.slots.get_mut(hole)?.take()?;
         self.len -= 1;
         let mut next = (hole + 1) & mask;
         while let Some(Some(slot)) = self.slots.get(next) {
-            let origin = Self::home(slot.hash, mask);
+            let origin = Self::home(u64::from(slot.hash), mask);
             if next.wrapping_sub(hole) & mask <= next.wrapping_sub(origin) & mask {
                 self.slots.swap(hole, next);
                 hole = next;
@@ -369,6 +450,12 @@ impl<V> FlatMap<V> {
 
     /// Keeps the entries for which `keep` is true, calling it once per entry.
     pub fn retain(&mut self, mut keep: impl FnMut(&InlineKey, &mut V) -> bool) {
+        self.retain_with_word(|key, _, value| keep(key, value));
+    }
+
+    /// Keeps the entries for which `keep` (given each entry's word) is true, calling it
+    /// once per entry.
+    pub fn retain_with_word(&mut self, mut keep: impl FnMut(&InlineKey, &mut u32, &mut V) -> bool) {
         let (Some(mask), Some(start)) = (self.mask(), self.slots.iter().position(Option::is_none))
         else {
             return;
@@ -379,7 +466,7 @@ impl<V> FlatMap<V> {
         let mut visited = 1;
         while visited < self.slots.len() {
             let drop = match self.slots.get_mut(index) {
-                Some(Some(slot)) => !keep(&slot.key, &mut slot.value),
+                Some(Some(slot)) => !keep(&slot.key, &mut slot.word, &mut slot.value),
                 _ => false,
             };
             if drop {
@@ -405,6 +492,20 @@ impl<V> FlatMap<V> {
             .filter_map(|slot| slot.as_mut().map(|s| (&s.key, &mut s.value)))
     }
 
+    /// The entries with their words, in slot order.
+    pub fn iter_with_word(&self) -> impl Iterator<Item = (&InlineKey, u32, &V)> {
+        self.slots
+            .iter()
+            .filter_map(|slot| slot.as_ref().map(|s| (&s.key, s.word, &s.value)))
+    }
+
+    /// The owners' words of every entry, mutably, in slot order.
+    pub fn words_mut(&mut self) -> impl Iterator<Item = &mut u32> {
+        self.slots
+            .iter_mut()
+            .filter_map(|slot| slot.as_mut().map(|s| &mut s.word))
+    }
+
     /// Removes every entry and frees the slots.
     pub fn clear(&mut self) {
         self.slots = Vec::new();
@@ -422,11 +523,12 @@ impl<V> FlatMap<V> {
         };
         if let Some(home) = self.slots.get(Self::home(hash, mask)) {
             let start: *const u8 = std::ptr::from_ref(home).cast();
-            // Exactly the lines the home slot spans (two or three for an 80-byte slot, not
-            // always three). The pointers are only computed, never dereferenced.
+            // Exactly the lines the home slot spans (one for a cache-line-aligned slot of 64
+            // bytes, two or three for an 80-byte one). The pointers are only computed, never
+            // dereferenced.
             let offset = start.addr() % CACHE_LINE;
             let mut line = start.wrapping_sub(offset);
-            let end = start.wrapping_add(size_of::<Option<Slot<V>>>());
+            let end = start.wrapping_add(size_of::<Option<Slot<V, A>>>());
             while line < end {
                 prefetch_line(line);
                 line = line.wrapping_add(CACHE_LINE);
@@ -471,14 +573,14 @@ fn prefetch_line(at: *const u8) {
 fn prefetch_line(_at: *const u8) {}
 
 /// An entry of a [`FlatMap`]: occupied or vacant.
-pub enum Entry<'a, V> {
+pub enum Entry<'a, V, A: SlotAlignment = Unaligned> {
     /// The key is in the map.
-    Occupied(OccupiedEntry<'a, V>),
+    Occupied(OccupiedEntry<'a, V, A>),
     /// The key is not; inserting puts it where the probe ended.
-    Vacant(VacantEntry<'a, V>),
+    Vacant(VacantEntry<'a, V, A>),
 }
 
-impl<'a, V> Entry<'a, V> {
+impl<'a, V, A: SlotAlignment> Entry<'a, V, A> {
     /// The value, inserting `make()` first when the key is absent.
     pub fn or_insert_with(self, make: impl FnOnce() -> V) -> &'a mut V {
         match self {
@@ -489,16 +591,21 @@ impl<'a, V> Entry<'a, V> {
 }
 
 /// A key found in a [`FlatMap`].
-pub struct OccupiedEntry<'a, V> {
-    map: &'a mut FlatMap<V>,
+pub struct OccupiedEntry<'a, V, A: SlotAlignment = Unaligned> {
+    map: &'a mut FlatMap<V, A>,
     index: usize,
 }
 
-impl<'a, V> OccupiedEntry<'a, V> {
+impl<'a, V, A: SlotAlignment> OccupiedEntry<'a, V, A> {
     /// The value.
     pub fn get_mut(&mut self) -> &mut V {
+        self.get_mut_with_word().1
+    }
+
+    /// The owner's word and the value, both mutably.
+    pub fn get_mut_with_word(&mut self) -> (&mut u32, &mut V) {
         match self.map.slots.get_mut(self.index) {
-            Some(Some(slot)) => &mut slot.value,
+            Some(Some(slot)) => (&mut slot.word, &mut slot.value),
             // The entry was made from an occupied slot and holds the map mutably.
             _ => unreachable!("an occupied entry's slot is occupied"),
         }
@@ -522,22 +629,23 @@ impl<'a, V> OccupiedEntry<'a, V> {
 }
 
 /// A key absent from a [`FlatMap`] and the slot its probe ended on.
-pub struct VacantEntry<'a, V> {
-    map: &'a mut FlatMap<V>,
+pub struct VacantEntry<'a, V, A: SlotAlignment = Unaligned> {
+    map: &'a mut FlatMap<V, A>,
     hash: u64,
     key: &'a [u8],
     index: usize,
 }
 
-impl<'a, V> VacantEntry<'a, V> {
+impl<'a, V, A: SlotAlignment> VacantEntry<'a, V, A> {
     /// Inserts `value` (copying the key, inline when short; growing the map when it is
-    /// full); returns it.
+    /// full), its word 0; returns it.
     pub fn insert(self, value: V) -> &'a mut V {
-        let slot = Slot {
-            hash: self.hash,
-            key: InlineKey::from(self.key),
-            value,
-        };
+        self.insert_with_word(0, value)
+    }
+
+    /// Inserts `value` with the owner's word `word`; returns the value.
+    pub fn insert_with_word(self, word: u32, value: V) -> &'a mut V {
+        let slot = Slot::new(self.hash, word, InlineKey::from(self.key), value);
         let index = self.map.place(self.index, slot);
         match self.map.slots.get_mut(index) {
             Some(Some(slot)) => &mut slot.value,
@@ -600,14 +708,7 @@ mod tests {
     /// Inserts `key` with a chosen hash (its slot is found by that hash, as by the real one).
     fn insert_with_hash(map: &mut FlatMap<u32>, hash: u64, key: &[u8], value: u32) {
         if let Err(index) = map.probe(hash, key) {
-            map.place(
-                index,
-                Slot {
-                    hash,
-                    key: InlineKey::from(key),
-                    value,
-                },
-            );
+            map.place(index, Slot::new(hash, 0, InlineKey::from(key), value));
         }
     }
 
@@ -764,6 +865,84 @@ mod tests {
                 let mut got: Vec<_> = map.iter().map(|(k, v)| (k.as_bytes().to_vec(), *v)).collect();
                 got.sort();
                 let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    /// A 32-byte value's slot is one cache line when aligned, and the slots start on one.
+    #[test]
+    fn cache_line_aligned_slots_are_one_line_each() {
+        assert_eq!(FlatMap::<[u64; 4], CacheLineAligned>::SLOT_BYTES, 64);
+        assert_eq!(FlatMap::<[u64; 4]>::SLOT_BYTES, 64);
+        assert_eq!(FlatMap::<[u64; 5], CacheLineAligned>::SLOT_BYTES, 128);
+        let mut map = FlatMap::<[u64; 4], CacheLineAligned>::default();
+        for i in 0..100 {
+            map.insert(InlineKey::from(key(i).as_slice()), [u64::from(i); 4]);
+        }
+        assert_eq!(map.slots.as_ptr().addr() % 64, 0);
+        assert_eq!(map.get(&key(7)), Some(&[7; 4]));
+    }
+
+    proptest! {
+        /// Each entry's word goes wherever the entry goes (growth, the shifts after a
+        /// removal) and is what the last write of it set, on an aligned map.
+        #[test]
+        fn words_travel_with_their_entries(ops in prop::collection::vec(op(), 0..300)) {
+            let mut map = FlatMap::<u32, CacheLineAligned>::default();
+            let mut model: BTreeMap<Vec<u8>, (u32, u32)> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(k, v) => {
+                        let k = vec![k % 64; usize::from(k % 3) * 12 + 1];
+                        let old = map.insert_with_word(InlineKey::from(k.as_slice()), !v, v);
+                        prop_assert_eq!(old, model.insert(k, (!v, v)).map(|(_, v)| v));
+                    }
+                    Op::Entry(k, v) | Op::GetOrInsert(k, v) => {
+                        let k = vec![k % 64; usize::from(k % 3) * 12 + 1];
+                        let hash = map.hash(&k);
+                        match map.entry_hashed(hash, &k) {
+                            Entry::Occupied(mut o) => {
+                                let (word, value) = o.get_mut_with_word();
+                                *word = word.wrapping_add(v);
+                                let m = model.get_mut(&k).unwrap();
+                                m.0 = m.0.wrapping_add(v);
+                                prop_assert_eq!(*value, m.1);
+                            }
+                            Entry::Vacant(vacant) => {
+                                vacant.insert_with_word(v, v);
+                                model.insert(k.clone(), (v, v));
+                            }
+                        }
+                        if let Some((word, _)) = map.get_mut_with_word_hashed(hash, &k) {
+                            *word ^= 1;
+                        }
+                        if let Some(m) = model.get_mut(&k) {
+                            m.0 ^= 1;
+                        }
+                    }
+                    Op::Remove(k) => {
+                        let k = vec![k % 64; usize::from(k % 3) * 12 + 1];
+                        prop_assert_eq!(map.remove(&k), model.remove(&k).map(|(_, v)| v));
+                    }
+                    Op::Retain(m) => {
+                        map.retain_with_word(|_, word, _| *word % u32::from(m) != 0);
+                        model.retain(|_, (word, _)| *word % u32::from(m) != 0);
+                        for word in map.words_mut() {
+                            *word = word.rotate_left(1);
+                        }
+                        for (word, _) in model.values_mut() {
+                            *word = word.rotate_left(1);
+                        }
+                    }
+                }
+                prop_assert_eq!(map.slots.as_ptr().addr() % 64, 0);
+                let mut got: Vec<_> = map
+                    .iter_with_word()
+                    .map(|(k, w, v)| (k.as_bytes().to_vec(), (w, *v)))
+                    .collect();
+                got.sort();
+                let want: Vec<_> = model.iter().map(|(k, wv)| (k.clone(), *wv)).collect();
                 prop_assert_eq!(got, want);
             }
         }

@@ -142,7 +142,8 @@ pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
 pub use flat_map::{
-    Entry as FlatEntry, FlatMap, OccupiedEntry as FlatOccupiedEntry, VacantEntry as FlatVacantEntry,
+    CacheLineAligned, Entry as FlatEntry, FlatMap, OccupiedEntry as FlatOccupiedEntry,
+    SlotAlignment, Unaligned, VacantEntry as FlatVacantEntry,
 };
 pub use inline_key::{INLINE_KEY_LEN, INLINE_MAP_KEY_LEN, InlineBytes, InlineKey, InlineMapKey};
 pub use key_groups::{key_group_at, key_group_offset};

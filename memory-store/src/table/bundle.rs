@@ -2,12 +2,12 @@
 
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    FlatEntry, FlatMap, FlatVacantEntry, KeyedTable, MemoryReservation, Result, SweepProgress,
-    TableStats, TtlRead, ValueCodec, ttl_read,
+    CacheLineAligned, FlatEntry, FlatMap, FlatVacantEntry, KeyedTable, MemoryReservation, Result,
+    SweepProgress, TableStats, TtlRead, ValueCodec, ttl_read,
 };
 
 use super::sweep::Tombstones;
-use super::{Entry, KeyedCore, entry_size, mark_dirty};
+use super::{Entry, KeyedCore, LIVE, entry_size, is_live, mark_dirty};
 use crate::in_place::{reserve_replacement, update_in_place};
 
 impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
@@ -57,10 +57,11 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
             listed,
             ..
         } = self;
-        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key)) else {
+        let Some((word, entry)) = groups.get_mut(index).and_then(|g| g.get_mut_with_word(key))
+        else {
             return Ok(None);
         };
-        if !entry.live {
+        if !is_live(*word) {
             return Ok(None);
         }
         let read = ttl_read(ttl.as_ref(), entry.last_access, now);
@@ -70,11 +71,11 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
                 groups: tombstone_groups,
                 listed,
             }
-            .bury(entry, index);
-            mark_dirty(entry, *epoch, dirty_in_bundle);
+            .bury(word, index);
+            mark_dirty(word, *epoch, dirty_in_bundle);
         } else if read == TtlRead::LiveRefresh {
             entry.last_access = now;
-            mark_dirty(entry, *epoch, dirty_in_bundle);
+            mark_dirty(word, *epoch, dirty_in_bundle);
         }
         Ok(read.returns_value().then_some(&entry.value))
     }
@@ -98,10 +99,10 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
         // One hash: the entry is found or the slot for it is kept for the insert.
         match group.entry(key) {
             FlatEntry::Occupied(mut occupied) => {
-                let entry = occupied.get_mut();
-                overwrite(codec, reservation, tombstones, index, entry, value)?;
+                let (word, entry) = occupied.get_mut_with_word();
+                overwrite(codec, reservation, tombstones, index, (word, entry), value)?;
                 entry.last_access = now;
-                mark_dirty(entry, *epoch, dirty_in_bundle);
+                mark_dirty(word, *epoch, dirty_in_bundle);
             }
             FlatEntry::Vacant(vacant) => {
                 insert_new(codec, reservation, vacant, key.len(), value, now, *epoch)?;
@@ -137,10 +138,11 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
             bounded_pool,
             ..
         } = self;
-        let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key)) else {
+        let Some((word, entry)) = groups.get_mut(index).and_then(|g| g.get_mut_with_word(key))
+        else {
             return Ok(None);
         };
-        if !entry.live {
+        if !is_live(*word) {
             return Ok(None);
         }
         if !ttl_read(ttl.as_ref(), entry.last_access, now).returns_value() {
@@ -149,13 +151,13 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
                 groups: tombstone_groups,
                 listed,
             }
-            .bury(entry, index);
-            mark_dirty(entry, *epoch, dirty_in_bundle);
+            .bury(word, index);
+            mark_dirty(word, *epoch, dirty_in_bundle);
             return Ok(None);
         }
         let out = update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
         entry.last_access = now;
-        mark_dirty(entry, *epoch, dirty_in_bundle);
+        mark_dirty(word, *epoch, dirty_in_bundle);
         Ok(Some(out))
     }
 
@@ -189,16 +191,23 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
         };
         match group.entry(key) {
             FlatEntry::Occupied(mut occupied) => {
-                let entry = occupied.get_mut();
-                let visible =
-                    entry.live && ttl_read(ttl.as_ref(), entry.last_access, now).returns_value();
+                let (word, entry) = occupied.get_mut_with_word();
+                let visible = is_live(*word)
+                    && ttl_read(ttl.as_ref(), entry.last_access, now).returns_value();
                 if visible {
                     update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
                 } else {
-                    overwrite(codec, reservation, tombstones, index, entry, insert())?;
+                    overwrite(
+                        codec,
+                        reservation,
+                        tombstones,
+                        index,
+                        (word, entry),
+                        insert(),
+                    )?;
                 }
                 entry.last_access = now;
-                mark_dirty(entry, *epoch, dirty_in_bundle);
+                mark_dirty(word, *epoch, dirty_in_bundle);
                 Ok(visible)
             }
             FlatEntry::Vacant(vacant) => {
@@ -221,16 +230,16 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
             listed,
             ..
         } = self;
-        if let Some(entry) = groups.get_mut(index).and_then(|g| g.get_mut(key))
-            && entry.live
+        if let Some((word, _)) = groups.get_mut(index).and_then(|g| g.get_mut_with_word(key))
+            && is_live(*word)
         {
             Tombstones {
                 counts: tombstones,
                 groups: tombstone_groups,
                 listed,
             }
-            .bury(entry, index);
-            mark_dirty(entry, *epoch, dirty_in_bundle);
+            .bury(word, index);
+            mark_dirty(word, *epoch, dirty_in_bundle);
         }
         Ok(())
     }
@@ -257,7 +266,7 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
         self.stats.written_keys += self.dirty_in_bundle;
         self.stats.bundles += 1;
         self.dirty_in_bundle = 0;
-        self.epoch += 1;
+        self.next_epoch();
         self.bundle.end("commit_bundle")
     }
 
@@ -280,12 +289,12 @@ fn overwrite<C: ValueCodec>(
     reservation: &mut MemoryReservation,
     tombstones: &mut [usize],
     index: usize,
-    entry: &mut Entry<C::Value>,
+    (word, entry): (&mut u32, &mut Entry<C::Value>),
     value: C::Value,
 ) -> Result<()> {
     reserve_replacement(codec, reservation, &entry.value, &value)?;
-    if !entry.live {
-        entry.live = true;
+    if !is_live(*word) {
+        *word |= LIVE;
         if let Some(count) = tombstones.get_mut(index) {
             *count -= 1;
         }
@@ -299,18 +308,19 @@ fn overwrite<C: ValueCodec>(
 fn insert_new<C: ValueCodec>(
     codec: &C,
     reservation: &mut MemoryReservation,
-    vacant: FlatVacantEntry<'_, Entry<C::Value>>,
+    vacant: FlatVacantEntry<'_, Entry<C::Value>, CacheLineAligned>,
     key_len: usize,
     value: C::Value,
     now: i64,
-    epoch: u64,
+    epoch: u32,
 ) -> Result<()> {
     reservation.try_grow(entry_size::<C::Value>(key_len, codec.heap_size(&value)))?;
-    vacant.insert(Entry {
-        value,
-        last_access: now,
-        live: true,
-        dirty_epoch: epoch,
-    });
+    vacant.insert_with_word(
+        LIVE | epoch,
+        Entry {
+            value,
+            last_access: now,
+        },
+    );
     Ok(())
 }

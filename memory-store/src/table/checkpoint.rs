@@ -2,7 +2,7 @@
 
 use state_api::{Result, ValueCodec};
 
-use super::KeyedCore;
+use super::{KeyedCore, is_live};
 use crate::native::{NativePart, NativeTable, RowsPart};
 
 /// The kind name of a keyed table in a native snapshot.
@@ -15,14 +15,17 @@ impl<C: ValueCodec> NativeTable for KeyedCore<C> {
             .iter()
             .enumerate()
             .flat_map(|(index, group)| {
-                group.iter().filter(|(_, e)| e.live).map(move |(k, e)| {
-                    (
-                        index,
-                        Box::from(k.as_bytes()),
-                        e.last_access,
-                        e.value.clone(),
-                    )
-                })
+                group
+                    .iter_with_word()
+                    .filter(|(_, w, _)| is_live(*w))
+                    .map(move |(k, _, e)| {
+                        (
+                            index,
+                            Box::from(k.as_bytes()),
+                            e.last_access,
+                            e.value.clone(),
+                        )
+                    })
             })
             .collect();
         RowsPart::boxed(KIND, &self.schema, rows)

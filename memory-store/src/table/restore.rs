@@ -13,7 +13,7 @@ use state_api::{
 
 use state_api::InlineKey as Key;
 
-use super::{Entry, KeyedCore, Staged, empty_groups, entry_size};
+use super::{Entry, KeyedCore, LIVE, Staged, empty_groups, entry_size, is_live};
 
 impl<C: ValueCodec> KeyedCore<C> {
     pub(super) fn check_staging(&self) -> Result<()> {
@@ -43,15 +43,7 @@ impl<C: ValueCodec> KeyedCore<C> {
                     range: self.key_groups,
                 });
             };
-            group.insert(
-                Key::from(&*key),
-                Entry {
-                    value,
-                    last_access,
-                    live: true,
-                    dirty_epoch: 0,
-                },
-            );
+            group.insert_with_word(Key::from(&*key), LIVE, Entry { value, last_access });
         }
         Ok(staged)
     }
@@ -96,11 +88,12 @@ impl<C: ValueCodec> CanonicalTable for KeyedCore<C> {
         let mut scratch = MemoryReservation::new(Arc::clone(self.reservation.pool()));
         scratch.try_grow(group.len() * size_of::<(&[u8], i64, &C::Value)>())?;
         let mut rows: Vec<(&[u8], i64, &C::Value)> = group
-            .iter()
-            .filter(|(_, e)| {
-                e.live && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now))
+            .iter_with_word()
+            .filter(|(_, w, e)| {
+                is_live(*w)
+                    && now.is_none_or(|now| ttl_exported(self.ttl.as_ref(), e.last_access, now))
             })
-            .map(|(k, e)| (k.as_bytes(), e.last_access, &e.value))
+            .map(|(k, _, e)| (k.as_bytes(), e.last_access, &e.value))
             .collect();
         if rows.is_empty() {
             return Ok(None);

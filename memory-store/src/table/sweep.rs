@@ -3,7 +3,7 @@
 use state_api::FlatMap;
 use state_api::{Result, SweepProgress, ValueCodec, ttl_exported};
 
-use super::{Entry, KeyedCore, entry_size};
+use super::{KeyedCore, LIVE, entry_size, is_live};
 
 /// The tombstone bookkeeping of a table: counts per group and the groups to look at on
 /// commit, each listed once.
@@ -14,9 +14,9 @@ pub(super) struct Tombstones<'a> {
 }
 
 impl Tombstones<'_> {
-    /// Turns a live entry into a tombstone of group `index`.
-    pub(super) fn bury<V>(&mut self, entry: &mut Entry<V>, index: usize) {
-        entry.live = false;
+    /// Turns the live entry whose slot word is `word` into a tombstone of group `index`.
+    pub(super) fn bury(&mut self, word: &mut u32, index: usize) {
+        *word &= !LIVE;
         if let Some(count) = self.counts.get_mut(index) {
             *count += 1;
         }
@@ -42,16 +42,17 @@ impl<C: ValueCodec> KeyedCore<C> {
         let codec = &self.codec;
         let mut removed = 0;
         let mut bytes = 0;
-        group.retain(|key, entry| {
+        group.retain_with_word(|key, word, entry| {
             if removed >= limit {
                 return true;
             }
             let expired =
                 now.is_some_and(|now| !ttl_exported(ttl.as_ref(), entry.last_access, now));
-            if entry.live && !expired {
+            let live = is_live(*word);
+            if live && !expired {
                 return true;
             }
-            if !entry.live {
+            if !live {
                 *tombstones -= 1;
             }
             removed += 1;
