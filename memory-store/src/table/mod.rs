@@ -248,7 +248,11 @@ mod tests {
         t.put(kg(0), &[0], 2).unwrap();
         t.commit_bundle().unwrap();
         assert_eq!(t.epoch, 1);
-        assert!(t.groups[0].iter_with_word().all(|(_, w, _)| w & EPOCH_BITS == 0));
+        assert!(
+            t.groups[0]
+                .iter_with_word()
+                .all(|(_, w, _)| w & EPOCH_BITS == 0)
+        );
         assert_eq!(t.stats().written_keys, 5);
         // Epoch 1 again: key 1 (dirtied in the first epoch 1) and key 0 count once each.
         t.begin_bundle(&[]).unwrap();

@@ -186,11 +186,21 @@ pub(crate) fn create(plan: &Plan) -> Row {
 
 /// The node's output fields (`getValue`), hidden `count1` excluded.
 pub(crate) fn values(plan: &Plan, acc: &[Scalar]) -> Vec<Scalar> {
-    plan.phys
-        .iter()
-        .filter(|p| p.kind != PhysKind::Count1)
-        .map(|p| value_of(p, acc))
-        .collect()
+    let mut out = Vec::with_capacity(plan.phys.len());
+    values_into(plan, acc, &mut out);
+    out
+}
+
+/// [`values`] into `out` (replacing
+/// what it held; a buffer reused from key to key allocates once).
+pub(crate) fn values_into(plan: &Plan, acc: &[Scalar], out: &mut Vec<Scalar>) {
+    out.clear();
+    out.extend(
+        plan.phys
+            .iter()
+            .filter(|p| p.kind != PhysKind::Count1)
+            .map(|p| value_of(p, acc)),
+    );
 }
 
 /// One aggregate's value.

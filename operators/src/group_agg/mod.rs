@@ -13,14 +13,14 @@ use keygroup::{KeyGroup, RowKind};
 use sfcs_format::Container;
 use state_api::{
     CanonicalTable, I64Codec, KeyedTable, MapHydration, MapStateStore, MapTable, RestoreSummary,
-    Row, RowCodec, Scalar, SnapshotSummary, TtlConfig, UserKeyRange, restore_canonical_snapshot,
-    write_canonical_snapshot,
+    Row, RowCodec, RowReader, Scalar, SnapshotSummary, TtlConfig, UserKeyRange,
+    restore_canonical_snapshot, write_canonical_snapshot,
 };
 
 use self::acc::{LocalCompanion, StateCompanion};
 use self::grouped::Grouped;
 use self::plan::{Plan, Projection};
-use crate::changelog::{ChangelogBatch, is_accumulate, schema_of, validated_rows};
+use crate::changelog::{ChangelogBatch, input_columns, is_accumulate, schema_of, validate};
 use crate::error::{Error, Result};
 use crate::key::KeyEncoder;
 use crate::spec::{ChangelogMode, GroupAggSpec};
@@ -101,7 +101,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
     /// [`Error::NullInNonNullable`], [`Error::RowKind`] for a retraction into an
     /// insert-only aggregate) before any state changes; a store error.
     pub fn process_bundle(&mut self, input: &ChangelogBatch) -> Result<ChangelogBatch> {
-        let rows = validated_rows(&self.spec.input, input)?;
+        // The rows are read from the columns as each is needed, into reused buffers: no
+        // vector of values per input row.
+        validate(&self.spec.input, input)?;
+        let rows = RowReader::try_new(input_columns(&self.spec.input, input))?;
         let kinds = input.kinds();
         if self.spec.input_insert_only
             && let Some(row) = kinds.iter().position(|k| !is_accumulate(*k))
@@ -117,8 +120,8 @@ impl<S: MapStateStore> GroupAggregate<S> {
         let mut scratch = Vec::new();
         let mut arena = Vec::new();
         let mut spans = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let kg = self.keys.encode(row, &mut scratch)?;
+        for row in 0..rows.len() {
+            let kg = self.keys.encode_cells(&rows, row, &mut scratch)?;
             let start = arena.len();
             arena.extend_from_slice(&scratch);
             spans.push((kg, start..arena.len()));
@@ -152,17 +155,16 @@ impl<S: MapStateStore> GroupAggregate<S> {
         ChangelogBatch::from_rows(&self.output, &out)
     }
 
-    fn group_values(&self, row: &[Scalar]) -> Row {
-        self.spec
-            .group_by
-            .iter()
-            .map(|&g| row.get(g).cloned().unwrap_or(Scalar::Null))
-            .collect()
-    }
-
-    fn output_row(&self, key_values: &[Scalar], node: &[Scalar]) -> Row {
-        let mut row = Vec::with_capacity(key_values.len() + self.plan.projections.len());
-        row.extend_from_slice(key_values);
+    /// The output row of the group of input row `input` (its group-by values) with node
+    /// values `node`, allocated once at its final size.
+    fn output_row(&self, input: &[Scalar], node: &[Scalar]) -> Row {
+        let group_by = &self.spec.group_by;
+        let mut row = Vec::with_capacity(group_by.len() + self.plan.projections.len());
+        row.extend(
+            group_by
+                .iter()
+                .map(|&g| input.get(g).cloned().unwrap_or(Scalar::Null)),
+        );
         for projection in &self.plan.projections {
             row.push(match projection {
                 Projection::Phys(i) => self.node_value(node, *i),
@@ -210,11 +212,11 @@ impl<S: MapStateStore> GroupAggregate<S> {
             && a.iter().zip(b).all(|(x, y)| field_eq(x, y))
     }
 
-    fn emit_update(&self, out: &mut Out, key_values: &[Scalar], prev: &[Scalar], new: &[Scalar]) {
+    fn emit_update(&self, out: &mut Out, input: &[Scalar], prev: &[Scalar], new: &[Scalar]) {
         if self.spec.changelog_mode == ChangelogMode::All {
-            out.push((RowKind::UpdateBefore, self.output_row(key_values, prev)));
+            out.push((RowKind::UpdateBefore, self.output_row(input, prev)));
         }
-        out.push((RowKind::UpdateAfter, self.output_row(key_values, new)));
+        out.push((RowKind::UpdateAfter, self.output_row(input, new)));
     }
 
     fn clear_group(&mut self, kg: KeyGroup, key: &[u8]) -> Result<()> {
@@ -228,14 +230,19 @@ impl<S: MapStateStore> GroupAggregate<S> {
     /// `GroupAggFunction.processElement` for every row.
     fn per_row(
         &mut self,
-        rows: &[Row],
+        rows: &RowReader<'_>,
         kinds: &[RowKind],
         keys: &[(KeyGroup, &[u8])],
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
         let mut no_companion = LocalCompanion::default();
-        for ((row, kind), (kg, key)) in rows.iter().zip(kinds).zip(keys) {
+        let (mut prev, mut new, mut row) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, (kind, (kg, key))) in kinds.iter().zip(keys).enumerate() {
+            if !read_row(rows, i, &mut row) {
+                continue;
+            }
+            let row = row.as_slice();
             let accumulate = is_accumulate(*kind);
             let existing = self.acc.get(*kg, key)?.cloned();
             let (mut acc, first_row) = match existing {
@@ -243,7 +250,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 None if !accumulate => continue,
                 None => (acc::create(&self.plan), true),
             };
-            let prev = acc::values(&self.plan, &acc);
+            acc::values_into(&self.plan, &acc, &mut prev);
             match self.companions.as_mut() {
                 Some(table) => {
                     let mut c = StateCompanion {
@@ -262,19 +269,18 @@ impl<S: MapStateStore> GroupAggregate<S> {
                     &mut key_buf,
                 )?,
             }
-            let new = acc::values(&self.plan, &acc);
-            let key_values = self.group_values(row);
+            acc::values_into(&self.plan, &acc, &mut new);
             if acc::count_is_zero(&self.plan, &acc) {
                 if !first_row {
-                    out.push((RowKind::Delete, self.output_row(&key_values, &prev)));
+                    out.push((RowKind::Delete, self.output_row(row, &prev)));
                 }
                 self.clear_group(*kg, key)?;
             } else {
                 self.acc.put(*kg, key, acc)?;
                 if first_row {
-                    out.push((RowKind::Insert, self.output_row(&key_values, &new)));
+                    out.push((RowKind::Insert, self.output_row(row, &new)));
                 } else if !self.equal(&prev, &new) {
-                    self.emit_update(out, &key_values, &prev, &new);
+                    self.emit_update(out, row, &prev, &new);
                 }
             }
         }
@@ -289,36 +295,41 @@ impl<S: MapStateStore> GroupAggregate<S> {
     /// Mini-batch, two phases: a local accumulator per key, merged into the state once.
     fn local_global(
         &mut self,
-        rows: &[Row],
+        rows: &RowReader<'_>,
         kinds: &[RowKind],
         keys: &[(KeyGroup, &[u8])],
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
         let grouped = Self::group_rows(keys);
+        // Buffers reused from key to key: a fresh local accumulator is a copy of `fresh`
+        // into `local`'s allocation.
+        let fresh = acc::create(&self.plan);
+        let mut local = fresh.clone();
+        let (mut prev, mut new, mut row) = (Vec::new(), Vec::new(), Vec::new());
         for (first, members) in grouped.iter() {
-            let mut local = acc::create(&self.plan);
+            local.clone_from(&fresh);
             let mut local_companion = LocalCompanion::default();
             for &i in members {
-                let (Some(row), Some(kind)) = (rows.get(i), kinds.get(i)) else {
+                let (true, Some(kind)) = (read_row(rows, i, &mut row), kinds.get(i)) else {
                     continue;
                 };
                 acc::apply_row(
                     &self.plan,
                     &mut local,
-                    row,
+                    &row,
                     is_accumulate(*kind),
                     &mut local_companion,
                     &mut key_buf,
                 )?;
             }
-            let (Some((kg, key)), Some(row)) = (keys.get(first), rows.get(first)) else {
+            let (Some((kg, key)), true) = (keys.get(first), read_row(rows, first, &mut row)) else {
                 continue;
             };
             let existing = self.acc.get(*kg, key)?.cloned();
             let first_row = existing.is_none();
-            let mut state = existing.unwrap_or_else(|| acc::create(&self.plan));
-            let prev = acc::values(&self.plan, &state);
+            let mut state = existing.unwrap_or_else(|| fresh.clone());
+            acc::values_into(&self.plan, &state, &mut prev);
             match self.companions.as_mut() {
                 Some(table) => {
                     let mut c = StateCompanion {
@@ -344,8 +355,8 @@ impl<S: MapStateStore> GroupAggregate<S> {
                     &mut key_buf,
                 )?,
             }
-            let new = acc::values(&self.plan, &state);
-            self.finish_key(out, *kg, key, row, state, first_row, &prev, &new)?;
+            acc::values_into(&self.plan, &state, &mut new);
+            self.finish_key(out, *kg, key, &row, state, first_row, &prev, &new)?;
         }
         Ok(())
     }
@@ -354,15 +365,19 @@ impl<S: MapStateStore> GroupAggregate<S> {
     /// state accumulator in order, one change at the end.
     fn one_phase(
         &mut self,
-        rows: &[Row],
+        rows: &RowReader<'_>,
         kinds: &[RowKind],
         keys: &[(KeyGroup, &[u8])],
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
         let grouped = Self::group_rows(keys);
+        let (mut prev, mut new) = (Vec::new(), Vec::new());
+        let (mut first_values, mut row) = (Vec::new(), Vec::new());
         for (first, mut members) in grouped.iter() {
-            let (Some((kg, key)), Some(first_values)) = (keys.get(first), rows.get(first)) else {
+            let (Some((kg, key)), true) =
+                (keys.get(first), read_row(rows, first, &mut first_values))
+            else {
                 continue;
             };
             let existing = self.acc.get(*kg, key)?.cloned();
@@ -379,9 +394,9 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 }
             }
             let mut state = existing.unwrap_or_else(|| acc::create(&self.plan));
-            let prev = acc::values(&self.plan, &state);
+            acc::values_into(&self.plan, &state, &mut prev);
             for &i in members {
-                let (Some(row), Some(kind)) = (rows.get(i), kinds.get(i)) else {
+                let (true, Some(kind)) = (read_row(rows, i, &mut row), kinds.get(i)) else {
                     continue;
                 };
                 match self.companions.as_mut() {
@@ -394,7 +409,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
                         acc::apply_row(
                             &self.plan,
                             &mut state,
-                            row,
+                            &row,
                             is_accumulate(*kind),
                             &mut c,
                             &mut key_buf,
@@ -403,15 +418,15 @@ impl<S: MapStateStore> GroupAggregate<S> {
                     None => acc::apply_row(
                         &self.plan,
                         &mut state,
-                        row,
+                        &row,
                         is_accumulate(*kind),
                         &mut LocalCompanion::default(),
                         &mut key_buf,
                     )?,
                 }
             }
-            let new = acc::values(&self.plan, &state);
-            self.finish_key(out, *kg, key, first_values, state, first_row, &prev, &new)?;
+            acc::values_into(&self.plan, &state, &mut new);
+            self.finish_key(out, *kg, key, &first_values, state, first_row, &prev, &new)?;
         }
         Ok(())
     }
@@ -428,18 +443,17 @@ impl<S: MapStateStore> GroupAggregate<S> {
         prev: &[Scalar],
         new: &[Scalar],
     ) -> Result<()> {
-        let key_values = self.group_values(row);
         if acc::count_is_zero(&self.plan, &state) {
             if !first_row {
-                out.push((RowKind::Delete, self.output_row(&key_values, prev)));
+                out.push((RowKind::Delete, self.output_row(row, prev)));
             }
             self.clear_group(kg, key)?;
         } else {
             self.acc.put(kg, key, state)?;
             if first_row {
-                out.push((RowKind::Insert, self.output_row(&key_values, new)));
+                out.push((RowKind::Insert, self.output_row(row, new)));
             } else if !self.equal(prev, new) {
-                self.emit_update(out, &key_values, prev, new);
+                self.emit_update(out, row, prev, new);
             }
         }
         Ok(())
@@ -485,4 +499,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
             &self.pool,
         )?)
     }
+}
+
+/// Reads row `i` of the bundle's `rows` into `buf`; `false` for a row outside them (never
+/// one of the bundle's own indices).
+fn read_row(rows: &RowReader<'_>, i: usize, buf: &mut Row) -> bool {
+    rows.read_into(i, buf).is_ok()
 }
