@@ -5,7 +5,9 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Field, Fields, Schema, SchemaRef};
 use keygroup::RowKind;
-use state_api::{Row, Scalar, arrays_from_rows, rows_from_arrays, scalar_from_array};
+use state_api::{
+    Row, Scalar, arrays_from_flat_rows, arrays_from_rows, rows_from_arrays, scalar_from_array,
+};
 
 use crate::error::{Error, Result};
 
@@ -89,18 +91,30 @@ impl ChangelogBatch {
     /// A state-api codec error when a row does not fit the schema; an Arrow error.
     pub fn from_rows(schema: &SchemaRef, rows: &[(RowKind, Row)]) -> Result<Self> {
         let columns = arrays_from_rows(schema.fields(), rows.iter().map(|(_, r)| r))?;
-        let batch = if columns.is_empty() {
-            RecordBatch::try_new_with_options(
-                Arc::clone(schema),
-                columns,
-                &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
-            )?
-        } else {
-            RecordBatch::try_new(Arc::clone(schema), columns)?
-        };
         Ok(Self {
-            batch,
+            batch: record_batch(schema, columns, rows.len())?,
             kinds: rows.iter().map(|(k, _)| *k).collect(),
+        })
+    }
+
+    /// A batch of `schema` from rows laid end to end in `values` (`schema`'s width cells a
+    /// row), one per kind in `kinds`: what [`from_rows`](Self::from_rows) builds, without a
+    /// vector per row.
+    ///
+    /// # Errors
+    /// A value that does not fit its column, or `values` not `kinds.len()` whole rows.
+    pub fn from_flat_rows(
+        schema: &SchemaRef,
+        kinds: Vec<RowKind>,
+        values: &[Scalar],
+    ) -> Result<Self> {
+        if values.len() != kinds.len() * schema.fields().len() {
+            return Err(Error::spec("output values are not one row per row kind"));
+        }
+        let columns = arrays_from_flat_rows(schema.fields(), values)?;
+        Ok(Self {
+            batch: record_batch(schema, columns, kinds.len())?,
+            kinds,
         })
     }
 
@@ -148,6 +162,20 @@ impl ChangelogBatch {
 /// A schema of `fields` (no metadata).
 pub fn schema_of(fields: &Fields) -> SchemaRef {
     Arc::new(Schema::new(fields.clone()))
+}
+
+/// A record batch of `schema` with `columns` and `rows` rows (a schema without columns
+/// needs the count given).
+fn record_batch(schema: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
+    Ok(if columns.is_empty() {
+        RecordBatch::try_new_with_options(
+            Arc::clone(schema),
+            columns,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?
+    } else {
+        RecordBatch::try_new(Arc::clone(schema), columns)?
+    })
 }
 
 /// Checks `batch` against the operator's `input` fields at the column `indexes` it reads:

@@ -159,7 +159,8 @@ pub use prefix_map::{
 };
 pub use registry::TableRegistry;
 pub use row::{
-    Row, RowCodec, RowReader, Scalar, arrays_from_rows, rows_from_arrays, scalar_from_array,
+    Row, RowCodec, RowReader, Scalar, arrays_from_flat_rows, arrays_from_rows, rows_from_arrays,
+    scalar_from_array,
 };
 pub use scalar_ref::ScalarRef;
 pub use snapshot::{

@@ -381,7 +381,7 @@ impl ValueCodec for RowCodec {
     where
         I: ExactSizeIterator<Item = &'a Row> + Clone,
     {
-        encode_columns(&self.fields, &self.kinds, &values)
+        encode_columns(&self.fields, &self.kinds, &values.map(Vec::as_slice))
     }
 
     fn decode(&self, columns: &[ArrayRef], out: &mut Vec<Row>) -> Result<()> {
@@ -441,7 +441,50 @@ where
             Kind::of(field.data_type()).ok_or_else(|| codec_error(field.name(), UNSUPPORTED))
         })
         .collect::<Result<Vec<Kind>>>()?;
-    encode_columns(fields, &kinds, &rows)
+    encode_columns(fields, &kinds, &rows.map(Vec::as_slice))
+}
+
+/// [`arrays_from_rows`] of rows laid end to end in one vector: `values` holds
+/// `fields.len()` cells per row, row after row, so a caller building many rows allocates
+/// one vector instead of one per row.
+///
+/// ```
+/// use std::sync::Arc;
+/// use state_api::arrow_schema::{DataType, Field, Fields};
+/// use state_api::{Scalar, arrays_from_flat_rows};
+///
+/// let fields = Fields::from(vec![
+///     Field::new("k", DataType::Int64, false),
+///     Field::new("s", DataType::Utf8, true),
+/// ]);
+/// let values = [Scalar::Int64(1), Scalar::Null, Scalar::Int64(2), Scalar::Utf8("b".into())];
+/// let columns = arrays_from_flat_rows(&fields, &values).unwrap();
+/// assert_eq!(columns[0].len(), 2);
+/// assert!(arrays_from_flat_rows(&fields, &values[..3]).is_err());
+/// ```
+///
+/// # Errors
+/// As [`arrays_from_rows`]; [`Error::Codec`] when `values` is not a whole number of rows
+/// (or holds values for a row of no fields).
+pub fn arrays_from_flat_rows(fields: &Fields, values: &[Scalar]) -> Result<Vec<ArrayRef>> {
+    let width = fields.len();
+    if width == 0 {
+        return if values.is_empty() {
+            Ok(Vec::new())
+        } else {
+            Err(codec_error("", "values for a row of no fields"))
+        };
+    }
+    if !values.len().is_multiple_of(width) {
+        return Err(codec_error("", "values are not a whole number of rows"));
+    }
+    let kinds = fields
+        .iter()
+        .map(|field| {
+            Kind::of(field.data_type()).ok_or_else(|| codec_error(field.name(), UNSUPPORTED))
+        })
+        .collect::<Result<Vec<Kind>>>()?;
+    encode_columns(fields, &kinds, &values.chunks_exact(width))
 }
 
 /// Reads every row of `columns` (arrays of one length, each of a supported type) as a
@@ -646,7 +689,7 @@ fn primitive_value<T: ArrowPrimitiveType>(array: &dyn Array, row: usize) -> Resu
 
 fn encode_columns<'a, I>(fields: &Fields, kinds: &[Kind], rows: &I) -> Result<Vec<ArrayRef>>
 where
-    I: ExactSizeIterator<Item = &'a Row> + Clone,
+    I: ExactSizeIterator<Item = &'a [Scalar]> + Clone,
 {
     let width = fields.len();
     fields
@@ -692,7 +735,7 @@ impl Column<'_> {
     /// This column's cell of every row, refusing rows of the wrong width.
     fn cells<'a, I>(&self, rows: &I) -> impl Iterator<Item = Result<&'a Scalar>> + use<'a, '_, I>
     where
-        I: Iterator<Item = &'a Row> + Clone,
+        I: Iterator<Item = &'a [Scalar]> + Clone,
     {
         rows.clone().map(move |row| {
             row.get(self.index)
@@ -703,7 +746,7 @@ impl Column<'_> {
 
     fn encode<'a, I>(&self, data_type: &DataType, rows: &I) -> Result<ArrayRef>
     where
-        I: ExactSizeIterator<Item = &'a Row> + Clone,
+        I: ExactSizeIterator<Item = &'a [Scalar]> + Clone,
     {
         macro_rules! prim {
             ($t:ty, $variant:ident) => {
@@ -802,7 +845,7 @@ impl Column<'_> {
     /// larger total would make the Arrow builder panic).
     fn offsets_total<'a, I>(&self, rows: &I) -> Result<usize>
     where
-        I: Iterator<Item = &'a Row> + Clone,
+        I: Iterator<Item = &'a [Scalar]> + Clone,
     {
         rows.clone()
             .filter_map(|row| row.get(self.index))
@@ -818,7 +861,7 @@ impl Column<'_> {
     fn timestamps<'a, T, I>(&self, rows: &I) -> Result<PrimitiveArray<T>>
     where
         T: ArrowPrimitiveType<Native = i64>,
-        I: ExactSizeIterator<Item = &'a Row> + Clone,
+        I: ExactSizeIterator<Item = &'a [Scalar]> + Clone,
     {
         self.primitive::<T, _>(rows, |s| match s {
             Scalar::Timestamp(v) => Some(*v),
@@ -833,7 +876,7 @@ impl Column<'_> {
     ) -> Result<PrimitiveArray<T>>
     where
         T: ArrowPrimitiveType,
-        I: ExactSizeIterator<Item = &'a Row> + Clone,
+        I: ExactSizeIterator<Item = &'a [Scalar]> + Clone,
     {
         let mut builder = PrimitiveBuilder::<T>::with_capacity(rows.len());
         for cell in self.cells(rows) {

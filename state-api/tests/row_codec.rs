@@ -15,8 +15,8 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use proptest::prelude::*;
 use state_api::{
-    Error, Row, RowCodec, RowReader, Scalar, ValueCodec, arrays_from_rows, rows_from_arrays,
-    scalar_from_array,
+    Error, Row, RowCodec, RowReader, Scalar, ValueCodec, arrays_from_flat_rows, arrays_from_rows,
+    rows_from_arrays, scalar_from_array,
 };
 
 fn all_types() -> Vec<DataType> {
@@ -660,6 +660,16 @@ proptest! {
         prop_assert_eq!(columns.len(), again.len());
         for (a, b) in columns.iter().zip(&again) {
             prop_assert_eq!(a.as_ref(), b.as_ref());
+        }
+        // The same rows laid end to end in one vector build the same columns.
+        let flat: Vec<Scalar> = rows.iter().flatten().cloned().collect();
+        let from_flat = arrays_from_flat_rows(&fields, &flat).unwrap();
+        prop_assert_eq!(from_flat.len(), again.len());
+        for (a, b) in from_flat.iter().zip(&again) {
+            prop_assert_eq!(a.as_ref(), b.as_ref());
+        }
+        if !fields.is_empty() && !flat.is_empty() {
+            prop_assert!(arrays_from_flat_rows(&fields, &flat[1..]).is_err() || fields.len() == 1);
         }
         for (r, row) in rows.iter().enumerate() {
             for (c, cell) in row.iter().enumerate() {

@@ -45,8 +45,13 @@ pub struct GroupAggregate<S: MapStateStore> {
     pool: Arc<dyn state_api::MemoryPool>,
 }
 
-/// One output row under construction.
-type Out = Vec<(RowKind, Row)>;
+/// A bundle's output rows: their kinds, and their cells laid end to end (one vector for
+/// the bundle, not one per row).
+#[derive(Default)]
+struct Out {
+    kinds: Vec<RowKind>,
+    values: Vec<Scalar>,
+}
 
 impl<S: MapStateStore> GroupAggregate<S> {
     /// Plans `spec` and opens its tables in `store` (`<operator_id>.acc` and, when a
@@ -141,7 +146,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
             self.acc.commit_bundle()?;
             return Err(e.into());
         }
-        let mut out = Vec::new();
+        let mut out = Out::default();
         let result = match self.spec.mini_batch {
             None => self.per_row(&rows, kinds, &keys, &mut out),
             Some(_) if self.plan.two_phase => self.local_global(&rows, kinds, &keys, &mut out),
@@ -152,16 +157,17 @@ impl<S: MapStateStore> GroupAggregate<S> {
         if let Some(c) = self.companions.as_mut() {
             c.commit_bundle()?;
         }
-        ChangelogBatch::from_rows(&self.output, &out)
+        ChangelogBatch::from_flat_rows(&self.output, out.kinds, &out.values)
     }
 
-    /// The output row of the group of input row `input` (its group-by values) with node
-    /// values `node`, allocated once at its final size.
-    fn output_row(&self, input: &[Scalar], node: &[Scalar]) -> Row {
-        let group_by = &self.spec.group_by;
-        let mut row = Vec::with_capacity(group_by.len() + self.plan.projections.len());
+    /// Appends to `out` the `kind` row of the group of input row `input` (its group-by
+    /// values) with node values `node`.
+    fn push_output(&self, out: &mut Out, kind: RowKind, input: &[Scalar], node: &[Scalar]) {
+        out.kinds.push(kind);
+        let row = &mut out.values;
         row.extend(
-            group_by
+            self.spec
+                .group_by
                 .iter()
                 .map(|&g| input.get(g).cloned().unwrap_or(Scalar::Null)),
         );
@@ -191,7 +197,6 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 }
             });
         }
-        row
     }
 
     /// The node value of aggregate `phys` (the hidden count1 is not in `node`).
@@ -214,9 +219,9 @@ impl<S: MapStateStore> GroupAggregate<S> {
 
     fn emit_update(&self, out: &mut Out, input: &[Scalar], prev: &[Scalar], new: &[Scalar]) {
         if self.spec.changelog_mode == ChangelogMode::All {
-            out.push((RowKind::UpdateBefore, self.output_row(input, prev)));
+            self.push_output(out, RowKind::UpdateBefore, input, prev);
         }
-        out.push((RowKind::UpdateAfter, self.output_row(input, new)));
+        self.push_output(out, RowKind::UpdateAfter, input, new);
     }
 
     fn clear_group(&mut self, kg: KeyGroup, key: &[u8]) -> Result<()> {
@@ -272,13 +277,13 @@ impl<S: MapStateStore> GroupAggregate<S> {
             acc::values_into(&self.plan, &acc, &mut new);
             if acc::count_is_zero(&self.plan, &acc) {
                 if !first_row {
-                    out.push((RowKind::Delete, self.output_row(row, &prev)));
+                    self.push_output(out, RowKind::Delete, row, &prev);
                 }
                 self.clear_group(*kg, key)?;
             } else {
                 self.acc.put(*kg, key, acc)?;
                 if first_row {
-                    out.push((RowKind::Insert, self.output_row(row, &new)));
+                    self.push_output(out, RowKind::Insert, row, &new);
                 } else if !self.equal(&prev, &new) {
                     self.emit_update(out, row, &prev, &new);
                 }
@@ -445,13 +450,13 @@ impl<S: MapStateStore> GroupAggregate<S> {
     ) -> Result<()> {
         if acc::count_is_zero(&self.plan, &state) {
             if !first_row {
-                out.push((RowKind::Delete, self.output_row(row, prev)));
+                self.push_output(out, RowKind::Delete, row, prev);
             }
             self.clear_group(kg, key)?;
         } else {
             self.acc.put(kg, key, state)?;
             if first_row {
-                out.push((RowKind::Insert, self.output_row(row, new)));
+                self.push_output(out, RowKind::Insert, row, new);
             } else if !self.equal(prev, new) {
                 self.emit_update(out, row, prev, new);
             }
