@@ -184,6 +184,31 @@ fn write_cell(
     Ok(())
 }
 
+/// Writes a `+I` row of `types` (Arrow `data_types`) from `cells`, one per field (`None`:
+/// a cell outside the reader it was asked of), into `writer` (reset first).
+#[inline]
+fn write_row<'v>(
+    writer: &mut BinaryRowWriter,
+    types: &[LogicalType],
+    data_types: &[DataType],
+    cells: impl Iterator<Item = Option<ScalarRef<'v>>>,
+    nulls: NullEncoding,
+) -> Result<()> {
+    writer.reset();
+    writer.write_row_kind(RowKind::Insert);
+    for (pos, ((ty, dt), cell)) in types.iter().zip(data_types).zip(cells).enumerate() {
+        write_cell(
+            writer,
+            pos,
+            *ty,
+            dt,
+            cell.ok_or_else(outside_reader)?,
+            nulls,
+        )?;
+    }
+    Ok(())
+}
+
 /// A cell asked of a row reader outside its rows or columns.
 #[cold]
 fn outside_reader() -> Error {
@@ -293,24 +318,14 @@ impl KeyEncoder {
         cell: impl Fn(usize) -> Option<ScalarRef<'v>>,
         out: &mut Vec<u8>,
     ) -> Result<KeyGroup> {
-        self.writer.reset();
-        self.writer.write_row_kind(RowKind::Insert);
-        for (pos, ((&c, ty), dt)) in self
-            .columns
-            .iter()
-            .zip(&self.types)
-            .zip(&self.data_types)
-            .enumerate()
-        {
-            write_cell(
-                &mut self.writer,
-                pos,
-                *ty,
-                dt,
-                cell(c).ok_or_else(outside_reader)?,
-                NullEncoding::KeySelector,
-            )?;
-        }
+        let cells = self.columns.iter().map(|&c| cell(c));
+        write_row(
+            &mut self.writer,
+            &self.types,
+            &self.data_types,
+            cells,
+            NullEncoding::KeySelector,
+        )?;
         out.clear();
         RowDataSerializer.serialize(self.writer.row(), out)?;
         Ok(self.writer.key_group(self.max_parallelism))
@@ -422,18 +437,14 @@ impl RecordEncoder {
         cell: impl Fn(usize) -> Option<ScalarRef<'v>>,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        self.writer.reset();
-        self.writer.write_row_kind(RowKind::Insert);
-        for (pos, (ty, dt)) in self.types.iter().zip(&self.data_types).enumerate() {
-            write_cell(
-                &mut self.writer,
-                pos,
-                *ty,
-                dt,
-                cell(pos).ok_or_else(outside_reader)?,
-                NullEncoding::RowDataSerializer,
-            )?;
-        }
+        let cells = (0..self.types.len()).map(cell);
+        write_row(
+            &mut self.writer,
+            &self.types,
+            &self.data_types,
+            cells,
+            NullEncoding::RowDataSerializer,
+        )?;
         out.extend_from_slice(self.writer.row());
         Ok(())
     }
