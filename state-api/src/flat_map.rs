@@ -17,8 +17,8 @@
 //! - Removal shifts the run after the hole back (no tombstones), so probe runs stay short
 //!   under churn.
 //! - The hash function is foldhash with a per-map random seed; slots keep the hash's low 32
-//!   bits (the home of any capacity up to 2^32 slots), so growth moves slots without
-//!   rehashing keys and a probe compares key bytes only when those bits are equal.
+//!   bits, from which the home is taken too, so growth moves slots without rehashing keys and
+//!   a probe compares key bytes only when those bits are equal.
 //! - Beside the stored hash each slot has one 32-bit word the map never reads (0 unless its
 //!   owner sets it, through the `*_word` methods): room for per-entry flags in bytes a
 //!   64-bit hash would otherwise leave as padding. memory-store keeps an entry's tombstone
@@ -186,14 +186,12 @@ impl<V, A: SlotAlignment> FlatMap<V, A> {
         self.slots.len().checked_sub(1)
     }
 
-    /// The home slot of `hash` (the low bits; `as` keeps exactly those).
+    /// The home slot of `hash`: the low bits of the 32 a slot keeps, so that a probe (from
+    /// the full hash) and a growth (from the stored bits) agree at any capacity (past 2^32
+    /// slots the homes would only cover the first 2^32).
     #[inline]
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "the low bits are the index"
-    )]
     fn home(hash: u64, mask: usize) -> usize {
-        hash as usize & mask
+        stored(hash) as usize & mask
     }
 
     /// Probes for `key`: `Ok(slot)` where it is, `Err(slot)` of the empty slot ending its
