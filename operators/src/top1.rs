@@ -10,10 +10,11 @@ use keygroup::{KeyGroup, RowKind};
 use sfcs_format::Container;
 use state_api::{
     CanonicalTable, KeyedStateStore, KeyedTable, MemoryPool, MemoryReservation, RestoreSummary,
-    Row, RowCodec, Scalar, SnapshotSummary, restore_canonical_snapshot, write_canonical_snapshot,
+    Row, RowCodec, RowReader, Scalar, SnapshotSummary, restore_canonical_snapshot,
+    write_canonical_snapshot,
 };
 
-use crate::changelog::{ChangelogBatch, schema_of, short_string, validated_rows};
+use crate::changelog::{ChangelogBatch, input_columns, schema_of, short_string, validate};
 use crate::error::{Error, Result};
 use crate::key::KeyEncoder;
 use crate::spec::{ChangelogMode, SortColumn, Top1Spec};
@@ -173,48 +174,12 @@ impl<S: KeyedStateStore> Top1<S> {
         self.cache.winners.len()
     }
 
-    /// Whether `row` sorts strictly before `winner` (ties keep the winner): per order column,
-    /// nulls first/last as written, then SQL `<`/`>` (a NaN is equal to everything).
-    fn better(&self, row: &[Scalar], winner: &[Scalar]) -> bool {
-        for c in &self.spec.order_by {
-            let a = row.get(c.column).unwrap_or(&Scalar::Null);
-            let b = winner.get(c.column).unwrap_or(&Scalar::Null);
-            let ord = match (a.is_null(), b.is_null()) {
-                (true, true) => Ordering::Equal,
-                (true, false) => {
-                    if c.nulls_last {
-                        Ordering::Greater
-                    } else {
-                        Ordering::Less
-                    }
-                }
-                (false, true) => {
-                    if c.nulls_last {
-                        Ordering::Less
-                    } else {
-                        Ordering::Greater
-                    }
-                }
-                (false, false) => {
-                    let o = sql_cmp(a, b).unwrap_or(Ordering::Equal);
-                    if c.descending { o.reverse() } else { o }
-                }
-            };
-            match ord {
-                Ordering::Less => return true,
-                Ordering::Greater => return false,
-                Ordering::Equal => {}
-            }
-        }
-        false
-    }
-
-    fn output_row(&self, row: &[Scalar]) -> Row {
-        let mut out = row.to_vec();
+    /// Appends the output row of `row` (with its rank, 1, when the output has one).
+    fn push_output(&self, out: &mut Vec<Scalar>, row: &[Scalar]) {
+        out.extend_from_slice(row);
         if self.spec.output_rank_number {
             out.push(Scalar::Int64(1));
         }
-        out
     }
 
     /// Processes one bundle of insert-only rows.
@@ -223,7 +188,9 @@ impl<S: KeyedStateStore> Top1<S> {
     /// Input errors (also [`Error::RowKind`] for anything but `+I`) before any state
     /// changes; a store error.
     pub fn process_bundle(&mut self, input: &ChangelogBatch) -> Result<ChangelogBatch> {
-        let rows = validated_rows(&self.spec.input, input)?;
+        validate(&self.spec.input, input)?;
+        // Rows are read from the columns as each is needed; the keys go into one arena.
+        let rows = RowReader::try_new(input_columns(&self.spec.input, input))?;
         if let Some((row, kind)) = input
             .kinds()
             .iter()
@@ -236,54 +203,73 @@ impl<S: KeyedStateStore> Top1<S> {
                 reason: "append Top-1 takes insert-only input",
             });
         }
-        let mut keys: Vec<(KeyGroup, Vec<u8>)> = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let mut key = Vec::new();
-            let kg = self.keys.encode(row, &mut key)?;
-            keys.push((kg, key));
+        let mut arena = Vec::new();
+        let mut spans = Vec::with_capacity(rows.len());
+        let mut scratch = Vec::new();
+        for row in 0..rows.len() {
+            let kg = self.keys.encode_cells(&rows, row, &mut scratch)?;
+            let start = arena.len();
+            arena.extend_from_slice(&scratch);
+            spans.push((kg, start..arena.len()));
         }
+        let keys: Vec<(KeyGroup, &[u8])> = spans
+            .into_iter()
+            .map(|(kg, span)| (kg, arena.get(span).unwrap_or_default()))
+            .collect();
         let named: Vec<(KeyGroup, &[u8])> = keys
             .iter()
-            .filter(|(_, k)| !self.cache.winners.contains_key(k))
-            .map(|(kg, k)| (*kg, k.as_slice()))
+            .filter(|(_, k)| !self.cache.winners.contains_key(*k))
+            .copied()
             .collect();
         self.winners.begin_bundle(&named)?;
-        let mut out: Vec<(RowKind, Row)> = Vec::new();
+        let (mut kinds, mut values) = (Vec::new(), Vec::new());
         // Winners read from the store (they existed before this bundle): cache candidates.
         // Fresh keys are not admitted.
         let mut candidates: HashMap<&[u8], Row> = HashMap::new();
         let mut fresh: HashSet<&[u8]> = HashSet::new();
-        for (row, (kg, key)) in rows.iter().zip(&keys) {
-            let cached = self.cache.winners.get(key).cloned();
+        let mut row = Vec::new();
+        for (i, &(kg, key)) in keys.iter().enumerate() {
+            rows.read_into(i, &mut row)?;
+            // The winner is compared where it is (cache or store), copied only when needed.
+            let cached = self.cache.winners.get(key);
             let from_store = cached.is_none();
             let winner = match cached {
                 Some(w) => Some(w),
-                None => self.winners.get(*kg, key)?.cloned(),
+                None => self.winners.get(kg, key)?,
             };
-            match winner {
-                None => {
-                    self.winners.put(*kg, key, row.clone())?;
-                    fresh.insert(key.as_slice());
-                    out.push((RowKind::Insert, self.output_row(row)));
+            let Some(w) = winner else {
+                self.winners.put(kg, key, row.clone())?;
+                fresh.insert(key);
+                kinds.push(RowKind::Insert);
+                self.push_output(&mut values, &row);
+                continue;
+            };
+            let replaced = better(&self.spec.order_by, &row, w);
+            let keep_candidate = from_store && !fresh.contains(key);
+            let old =
+                (replaced && self.update_before || keep_candidate && !replaced).then(|| w.clone());
+            if replaced {
+                self.winners.put(kg, key, row.clone())?;
+                self.cache.replace(key, &row);
+                if self.update_before
+                    && let Some(old) = &old
+                {
+                    kinds.push(RowKind::UpdateBefore);
+                    self.push_output(&mut values, old);
                 }
-                Some(w) => {
-                    let replaced = self.better(row, &w);
-                    if replaced {
-                        self.winners.put(*kg, key, row.clone())?;
-                        self.cache.replace(key, row);
-                        if self.update_before {
-                            out.push((RowKind::UpdateBefore, self.output_row(&w)));
-                        }
-                        out.push((RowKind::UpdateAfter, self.output_row(row)));
-                    }
-                    if from_store && !fresh.contains(key.as_slice()) {
-                        let current = if replaced { row.clone() } else { w };
-                        candidates
-                            .entry(key.as_slice())
-                            .and_modify(|c| c.clone_from(&current))
-                            .or_insert(current);
-                    }
-                }
+                kinds.push(RowKind::UpdateAfter);
+                self.push_output(&mut values, &row);
+            }
+            if keep_candidate {
+                let current = if replaced {
+                    row.clone()
+                } else {
+                    old.unwrap_or_default()
+                };
+                candidates
+                    .entry(key)
+                    .and_modify(|c| c.clone_from(&current))
+                    .or_insert(current);
             }
         }
         self.winners.commit_bundle()?;
@@ -292,7 +278,7 @@ impl<S: KeyedStateStore> Top1<S> {
                 self.cache.admit(key, winner);
             }
         }
-        ChangelogBatch::from_rows(&self.output, &out)
+        ChangelogBatch::from_flat_rows(&self.output, kinds, &values)
     }
 
     /// Writes the canonical snapshot of the winner table into `container`.
@@ -324,4 +310,41 @@ impl<S: KeyedStateStore> Top1<S> {
         self.cache.clear();
         Ok(summary)
     }
+}
+
+/// Whether `row` sorts strictly before `winner` under `order_by` (ties keep the winner): per
+/// order column, nulls first/last as written, then SQL `<`/`>` (a NaN is equal to
+/// everything).
+fn better(order_by: &[SortColumn], row: &[Scalar], winner: &[Scalar]) -> bool {
+    for c in order_by {
+        let a = row.get(c.column).unwrap_or(&Scalar::Null);
+        let b = winner.get(c.column).unwrap_or(&Scalar::Null);
+        let ord = match (a.is_null(), b.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => {
+                if c.nulls_last {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            (false, true) => {
+                if c.nulls_last {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, false) => {
+                let o = sql_cmp(a, b).unwrap_or(Ordering::Equal);
+                if c.descending { o.reverse() } else { o }
+            }
+        };
+        match ord {
+            Ordering::Less => return true,
+            Ordering::Greater => return false,
+            Ordering::Equal => {}
+        }
+    }
+    false
 }
