@@ -15,6 +15,8 @@
 //! prefix). The key group is `KeyGroupRangeAssignment.assignToKeyGroup(row, maxParallelism)`
 //! of the row (`murmurHash(row.hashCode())`), as Flink's SQL key selector computes it.
 
+use std::ops::Range;
+
 use arrow_schema::{DataType, Fields, TimeUnit};
 use keygroup::{
     BinaryRowWriter, KeyGroup, LogicalType, MaxParallelism, NullEncoding, RowDataSerializer,
@@ -350,6 +352,26 @@ impl KeyEncoder {
             .collect())
     }
 
+    /// The keys of every row of `rows` (the input's columns), back to back in one arena: no
+    /// vector per row.
+    ///
+    /// # Errors
+    /// As [`encode_cells`](Self::encode_cells).
+    pub(crate) fn encode_batch(&mut self, rows: &RowReader<'_>) -> Result<BatchKeys> {
+        let mut keys = BatchKeys {
+            arena: Vec::new(),
+            spans: Vec::with_capacity(rows.len()),
+        };
+        let mut scratch = Vec::new();
+        for row in 0..rows.len() {
+            let kg = self.encode_cells(rows, row, &mut scratch)?;
+            let start = keys.arena.len();
+            keys.arena.extend_from_slice(&scratch);
+            keys.spans.push((kg, start..keys.arena.len()));
+        }
+        Ok(keys)
+    }
+
     /// Whether any key column of `row` is null (a join key that never matches).
     pub fn has_null(&self, row: &[Scalar]) -> bool {
         self.columns
@@ -363,6 +385,23 @@ impl KeyEncoder {
         self.columns
             .iter()
             .any(|&c| reader.cell(c, row).is_none_or(|v| v.is_null()))
+    }
+}
+
+/// A batch's keys made by [`KeyEncoder::encode_batch`]: their bytes in one arena.
+#[derive(Debug)]
+pub(crate) struct BatchKeys {
+    arena: Vec<u8>,
+    spans: Vec<(KeyGroup, Range<usize>)>,
+}
+
+impl BatchKeys {
+    /// Each row's key group and key bytes, in row order.
+    pub(crate) fn keys(&self) -> Vec<(KeyGroup, &[u8])> {
+        self.spans
+            .iter()
+            .map(|(kg, span)| (*kg, self.arena.get(span.clone()).unwrap_or_default()))
+            .collect()
     }
 }
 
@@ -706,6 +745,14 @@ mod cell_tests {
                 let mut appended = vec![9];
                 records.encode_cells_into(&reader, r, &mut appended).unwrap();
                 prop_assert_eq!(&appended[1..], &record[..]);
+            }
+            // The batch's keys in one arena are the rows' keys, in order.
+            let batch = keys.encode_batch(&reader).unwrap();
+            let in_arena = batch.keys();
+            prop_assert_eq!(in_arena.len(), rows.len());
+            for (row, (kg, bytes)) in rows.iter().zip(in_arena) {
+                prop_assert_eq!(keys.encode(row, &mut by_row).unwrap(), kg);
+                prop_assert_eq!(bytes, by_row.as_slice());
             }
             // A row outside the reader is refused and appends nothing.
             let mut out = vec![1, 2];

@@ -189,7 +189,7 @@ impl<S: KeyedStateStore> Top1<S> {
     /// changes; a store error.
     pub fn process_bundle(&mut self, input: &ChangelogBatch) -> Result<ChangelogBatch> {
         validate(&self.spec.input, input)?;
-        // Rows are read from the columns as each is needed; the keys go into one arena.
+        // Rows are read from the columns as each is needed.
         let rows = RowReader::try_new(input_columns(&self.spec.input, input))?;
         if let Some((row, kind)) = input
             .kinds()
@@ -203,19 +203,8 @@ impl<S: KeyedStateStore> Top1<S> {
                 reason: "append Top-1 takes insert-only input",
             });
         }
-        let mut arena = Vec::new();
-        let mut spans = Vec::with_capacity(rows.len());
-        let mut scratch = Vec::new();
-        for row in 0..rows.len() {
-            let kg = self.keys.encode_cells(&rows, row, &mut scratch)?;
-            let start = arena.len();
-            arena.extend_from_slice(&scratch);
-            spans.push((kg, start..arena.len()));
-        }
-        let keys: Vec<(KeyGroup, &[u8])> = spans
-            .into_iter()
-            .map(|(kg, span)| (kg, arena.get(span).unwrap_or_default()))
-            .collect();
+        let batch_keys = self.keys.encode_batch(&rows)?;
+        let keys = batch_keys.keys();
         let named: Vec<(KeyGroup, &[u8])> = keys
             .iter()
             .filter(|(_, k)| !self.cache.winners.contains_key(*k))

@@ -121,20 +121,8 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 reason: "retraction into an aggregate planned for insert-only input",
             });
         }
-        // Every row's key bytes back to back in one arena (no vector per row).
-        let mut scratch = Vec::new();
-        let mut arena = Vec::new();
-        let mut spans = Vec::with_capacity(rows.len());
-        for row in 0..rows.len() {
-            let kg = self.keys.encode_cells(&rows, row, &mut scratch)?;
-            let start = arena.len();
-            arena.extend_from_slice(&scratch);
-            spans.push((kg, start..arena.len()));
-        }
-        let keys: Vec<(KeyGroup, &[u8])> = spans
-            .into_iter()
-            .map(|(kg, span)| (kg, arena.get(span).unwrap_or_default()))
-            .collect();
+        let batch_keys = self.keys.encode_batch(&rows)?;
+        let keys = batch_keys.keys();
         self.acc.begin_bundle(&keys)?;
         // Companions are not hydrated: a group's companion prefix holds one entry per distinct
         // element (100k for a large group), and loading it whole every bundle made each
