@@ -6,7 +6,8 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Field, Fields, Schema, SchemaRef};
 use keygroup::RowKind;
 use state_api::{
-    Row, Scalar, arrays_from_flat_rows, arrays_from_rows, rows_from_arrays, scalar_from_array,
+    Row, RowReader, Scalar, arrays_from_flat_rows, arrays_from_rows, rows_from_arrays,
+    scalar_from_array,
 };
 
 use crate::error::{Error, Result};
@@ -186,6 +187,43 @@ fn record_batch(schema: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> Resu
 pub(crate) fn validated_rows(input: &Fields, batch: &ChangelogBatch) -> Result<Vec<Row>> {
     validate(input, batch)?;
     Ok(rows_from_arrays(input_columns(input, batch))?)
+}
+
+/// Checks `batch` as [`validated_rows`] does and returns a reader of its rows (each column
+/// downcast once), for an operator that reads rows as it needs them instead of all at once.
+///
+/// # Errors
+/// As [`validated_rows`].
+pub(crate) fn validated_reader<'a>(
+    input: &Fields,
+    batch: &'a ChangelogBatch,
+) -> Result<RowReader<'a>> {
+    validate(input, batch)?;
+    Ok(RowReader::try_new(input_columns(input, batch))?)
+}
+
+/// An operator's output rows under construction: their kinds, and their cells laid end to
+/// end (one vector for a bundle, not one per row); [`finish`](Self::finish) makes the batch.
+#[derive(Debug, Default)]
+pub(crate) struct FlatRows {
+    kinds: Vec<RowKind>,
+    values: Vec<Scalar>,
+}
+
+impl FlatRows {
+    /// Starts a row of `kind`; its cells go into the vector returned.
+    pub(crate) fn row(&mut self, kind: RowKind) -> &mut Vec<Scalar> {
+        self.kinds.push(kind);
+        &mut self.values
+    }
+
+    /// The rows as a batch of `schema`.
+    ///
+    /// # Errors
+    /// As [`ChangelogBatch::from_flat_rows`].
+    pub(crate) fn finish(self, schema: &SchemaRef) -> Result<ChangelogBatch> {
+        ChangelogBatch::from_flat_rows(schema, self.kinds, &self.values)
+    }
 }
 
 /// The columns of `batch` an operator with `input` fields reads (its first `input.len()`;

@@ -10,11 +10,10 @@ use keygroup::{KeyGroup, RowKind};
 use sfcs_format::Container;
 use state_api::{
     CanonicalTable, KeyedStateStore, KeyedTable, MemoryPool, MemoryReservation, RestoreSummary,
-    Row, RowCodec, RowReader, Scalar, SnapshotSummary, restore_canonical_snapshot,
-    write_canonical_snapshot,
+    Row, RowCodec, Scalar, SnapshotSummary, restore_canonical_snapshot, write_canonical_snapshot,
 };
 
-use crate::changelog::{ChangelogBatch, input_columns, schema_of, short_string, validate};
+use crate::changelog::{ChangelogBatch, FlatRows, schema_of, short_string, validated_reader};
 use crate::error::{Error, Result};
 use crate::key::KeyEncoder;
 use crate::spec::{ChangelogMode, SortColumn, Top1Spec};
@@ -174,11 +173,12 @@ impl<S: KeyedStateStore> Top1<S> {
         self.cache.winners.len()
     }
 
-    /// Appends the output row of `row` (with its rank, 1, when the output has one).
-    fn push_output(&self, out: &mut Vec<Scalar>, row: &[Scalar]) {
-        out.extend_from_slice(row);
+    /// Appends the `kind` output row of `row` (with its rank, 1, when the output has one).
+    fn push_output(&self, out: &mut FlatRows, kind: RowKind, row: &[Scalar]) {
+        let cells = out.row(kind);
+        cells.extend_from_slice(row);
         if self.spec.output_rank_number {
-            out.push(Scalar::Int64(1));
+            cells.push(Scalar::Int64(1));
         }
     }
 
@@ -188,9 +188,8 @@ impl<S: KeyedStateStore> Top1<S> {
     /// Input errors (also [`Error::RowKind`] for anything but `+I`) before any state
     /// changes; a store error.
     pub fn process_bundle(&mut self, input: &ChangelogBatch) -> Result<ChangelogBatch> {
-        validate(&self.spec.input, input)?;
         // Rows are read from the columns as each is needed.
-        let rows = RowReader::try_new(input_columns(&self.spec.input, input))?;
+        let rows = validated_reader(&self.spec.input, input)?;
         if let Some((row, kind)) = input
             .kinds()
             .iter()
@@ -211,7 +210,7 @@ impl<S: KeyedStateStore> Top1<S> {
             .copied()
             .collect();
         self.winners.begin_bundle(&named)?;
-        let (mut kinds, mut values) = (Vec::new(), Vec::new());
+        let mut out = FlatRows::default();
         // Winners read from the store (they existed before this bundle): cache candidates.
         // Fresh keys are not admitted.
         let mut candidates: HashMap<&[u8], Row> = HashMap::new();
@@ -229,32 +228,22 @@ impl<S: KeyedStateStore> Top1<S> {
             let Some(w) = winner else {
                 self.winners.put(kg, key, row.clone())?;
                 fresh.insert(key);
-                kinds.push(RowKind::Insert);
-                self.push_output(&mut values, &row);
+                self.push_output(&mut out, RowKind::Insert, &row);
                 continue;
             };
             let replaced = better(&self.spec.order_by, &row, w);
-            let keep_candidate = from_store && !fresh.contains(key);
-            let old =
-                (replaced && self.update_before || keep_candidate && !replaced).then(|| w.clone());
+            let old = (replaced && self.update_before).then(|| w.clone());
+            let candidate = (from_store && !fresh.contains(key))
+                .then(|| if replaced { row.clone() } else { w.clone() });
             if replaced {
                 self.winners.put(kg, key, row.clone())?;
                 self.cache.replace(key, &row);
-                if self.update_before
-                    && let Some(old) = &old
-                {
-                    kinds.push(RowKind::UpdateBefore);
-                    self.push_output(&mut values, old);
+                if let Some(old) = &old {
+                    self.push_output(&mut out, RowKind::UpdateBefore, old);
                 }
-                kinds.push(RowKind::UpdateAfter);
-                self.push_output(&mut values, &row);
+                self.push_output(&mut out, RowKind::UpdateAfter, &row);
             }
-            if keep_candidate {
-                let current = if replaced {
-                    row.clone()
-                } else {
-                    old.unwrap_or_default()
-                };
+            if let Some(current) = candidate {
                 candidates
                     .entry(key)
                     .and_modify(|c| c.clone_from(&current))
@@ -267,7 +256,7 @@ impl<S: KeyedStateStore> Top1<S> {
                 self.cache.admit(key, winner);
             }
         }
-        ChangelogBatch::from_flat_rows(&self.output, kinds, &values)
+        out.finish(&self.output)
     }
 
     /// Writes the canonical snapshot of the winner table into `container`.

@@ -435,13 +435,7 @@ pub fn arrays_from_rows<'a, I>(fields: &Fields, rows: I) -> Result<Vec<ArrayRef>
 where
     I: ExactSizeIterator<Item = &'a Row> + Clone,
 {
-    let kinds = fields
-        .iter()
-        .map(|field| {
-            Kind::of(field.data_type()).ok_or_else(|| codec_error(field.name(), UNSUPPORTED))
-        })
-        .collect::<Result<Vec<Kind>>>()?;
-    encode_columns(fields, &kinds, &rows.map(Vec::as_slice))
+    encode_columns(fields, &kinds_of(fields)?, &rows.map(Vec::as_slice))
 }
 
 /// [`arrays_from_rows`] of rows laid end to end in one vector: `values` holds
@@ -478,13 +472,17 @@ pub fn arrays_from_flat_rows(fields: &Fields, values: &[Scalar]) -> Result<Vec<A
     if !values.len().is_multiple_of(width) {
         return Err(codec_error("", "values are not a whole number of rows"));
     }
-    let kinds = fields
+    encode_columns(fields, &kinds_of(fields)?, &values.chunks_exact(width))
+}
+
+/// Each field's kind, refusing an unsupported type.
+fn kinds_of(fields: &Fields) -> Result<Vec<Kind>> {
+    fields
         .iter()
         .map(|field| {
             Kind::of(field.data_type()).ok_or_else(|| codec_error(field.name(), UNSUPPORTED))
         })
-        .collect::<Result<Vec<Kind>>>()?;
-    encode_columns(fields, &kinds, &values.chunks_exact(width))
+        .collect()
 }
 
 /// Reads every row of `columns` (arrays of one length, each of a supported type) as a

@@ -20,7 +20,7 @@ use state_api::{
 use self::acc::{LocalCompanion, StateCompanion};
 use self::grouped::Grouped;
 use self::plan::{Plan, Projection};
-use crate::changelog::{ChangelogBatch, input_columns, is_accumulate, schema_of, validate};
+use crate::changelog::{ChangelogBatch, FlatRows, is_accumulate, schema_of, validated_reader};
 use crate::error::{Error, Result};
 use crate::key::KeyEncoder;
 use crate::spec::{ChangelogMode, GroupAggSpec};
@@ -45,13 +45,8 @@ pub struct GroupAggregate<S: MapStateStore> {
     pool: Arc<dyn state_api::MemoryPool>,
 }
 
-/// A bundle's output rows: their kinds, and their cells laid end to end (one vector for
-/// the bundle, not one per row).
-#[derive(Default)]
-struct Out {
-    kinds: Vec<RowKind>,
-    values: Vec<Scalar>,
-}
+/// A bundle's output rows.
+type Out = FlatRows;
 
 impl<S: MapStateStore> GroupAggregate<S> {
     /// Plans `spec` and opens its tables in `store` (`<operator_id>.acc` and, when a
@@ -108,8 +103,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
     pub fn process_bundle(&mut self, input: &ChangelogBatch) -> Result<ChangelogBatch> {
         // The rows are read from the columns as each is needed, into reused buffers: no
         // vector of values per input row.
-        validate(&self.spec.input, input)?;
-        let rows = RowReader::try_new(input_columns(&self.spec.input, input))?;
+        let rows = validated_reader(&self.spec.input, input)?;
         let kinds = input.kinds();
         if self.spec.input_insert_only
             && let Some(row) = kinds.iter().position(|k| !is_accumulate(*k))
@@ -145,14 +139,13 @@ impl<S: MapStateStore> GroupAggregate<S> {
         if let Some(c) = self.companions.as_mut() {
             c.commit_bundle()?;
         }
-        ChangelogBatch::from_flat_rows(&self.output, out.kinds, &out.values)
+        out.finish(&self.output)
     }
 
     /// Appends to `out` the `kind` row of the group of input row `input` (its group-by
     /// values) with node values `node`.
     fn push_output(&self, out: &mut Out, kind: RowKind, input: &[Scalar], node: &[Scalar]) {
-        out.kinds.push(kind);
-        let row = &mut out.values;
+        let row = out.row(kind);
         row.extend(
             self.spec
                 .group_by
@@ -232,9 +225,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
         let mut no_companion = LocalCompanion::default();
         let (mut prev, mut new, mut row) = (Vec::new(), Vec::new(), Vec::new());
         for (i, (kind, (kg, key))) in kinds.iter().zip(keys).enumerate() {
-            if !read_row(rows, i, &mut row) {
-                continue;
-            }
+            rows.read_into(i, &mut row)?;
             let row = row.as_slice();
             let accumulate = is_accumulate(*kind);
             let existing = self.acc.get(*kg, key)?.cloned();
@@ -304,9 +295,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
             local.clone_from(&fresh);
             let mut local_companion = LocalCompanion::default();
             for &i in members {
-                let (true, Some(kind)) = (read_row(rows, i, &mut row), kinds.get(i)) else {
+                let Some(kind) = kinds.get(i) else {
                     continue;
                 };
+                rows.read_into(i, &mut row)?;
                 acc::apply_row(
                     &self.plan,
                     &mut local,
@@ -316,9 +308,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
                     &mut key_buf,
                 )?;
             }
-            let (Some((kg, key)), true) = (keys.get(first), read_row(rows, first, &mut row)) else {
+            let Some((kg, key)) = keys.get(first) else {
                 continue;
             };
+            rows.read_into(first, &mut row)?;
             let existing = self.acc.get(*kg, key)?.cloned();
             let first_row = existing.is_none();
             let mut state = existing.unwrap_or_else(|| fresh.clone());
@@ -368,11 +361,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
         let (mut prev, mut new) = (Vec::new(), Vec::new());
         let (mut first_values, mut row) = (Vec::new(), Vec::new());
         for (first, mut members) in grouped.iter() {
-            let (Some((kg, key)), true) =
-                (keys.get(first), read_row(rows, first, &mut first_values))
-            else {
+            let Some((kg, key)) = keys.get(first) else {
                 continue;
             };
+            rows.read_into(first, &mut first_values)?;
             let existing = self.acc.get(*kg, key)?.cloned();
             let first_row = existing.is_none();
             if first_row {
@@ -389,9 +381,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
             let mut state = existing.unwrap_or_else(|| acc::create(&self.plan));
             acc::values_into(&self.plan, &state, &mut prev);
             for &i in members {
-                let (true, Some(kind)) = (read_row(rows, i, &mut row), kinds.get(i)) else {
+                let Some(kind) = kinds.get(i) else {
                     continue;
                 };
+                rows.read_into(i, &mut row)?;
                 match self.companions.as_mut() {
                     Some(table) => {
                         let mut c = StateCompanion {
@@ -492,10 +485,4 @@ impl<S: MapStateStore> GroupAggregate<S> {
             &self.pool,
         )?)
     }
-}
-
-/// Reads row `i` of the bundle's `rows` into `buf`; `false` for a row outside them (never
-/// one of the bundle's own indices).
-fn read_row(rows: &RowReader<'_>, i: usize, buf: &mut Row) -> bool {
-    rows.read_into(i, buf).is_ok()
 }
