@@ -113,6 +113,7 @@ mod codec;
 mod context;
 mod error;
 mod flat_map;
+mod in_place;
 mod inline_key;
 mod key_groups;
 mod map;
@@ -145,6 +146,7 @@ pub use flat_map::{
     CacheLineAligned, Entry as FlatEntry, FlatMap, OccupiedEntry as FlatOccupiedEntry,
     SlotAlignment, Unaligned, VacantEntry as FlatVacantEntry,
 };
+pub use in_place::{InPlaceChange, change_in_place};
 pub use inline_key::{INLINE_KEY_LEN, INLINE_MAP_KEY_LEN, InlineBytes, InlineKey, InlineMapKey};
 pub use key_groups::{key_group_at, key_group_offset};
 pub use map::{

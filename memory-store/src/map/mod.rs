@@ -20,12 +20,12 @@ use keygroup::{KeyGroup, KeyGroupRange, MaxParallelism};
 use state_api::{
     BundlePhase, CanonicalTable, Clock, MapHydration, MapTable, MemoryReservation, PrefetchStages,
     PrefixEntry, PrefixMap, Result, ScanDirection, StoreConfig, SweepProgress, TableStats,
-    TtlConfig, TtlRead, UserKeyRange, ValueCodec, canonical_schema, decode_canonical_batch,
-    encode_canonical_batch, key_group_offset, map_entry_key, ttl_exported, ttl_now, ttl_read,
-    ttl_scan_visible,
+    TtlConfig, TtlRead, UserKeyRange, ValueCodec, canonical_schema, change_in_place,
+    decode_canonical_batch, encode_canonical_batch, key_group_offset, map_entry_key, ttl_exported,
+    ttl_now, ttl_read, ttl_scan_visible,
 };
 
-use crate::in_place::{reserve_replacement, update_in_place};
+use crate::in_place::reserve_replacement;
 
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (the
 /// slack of its prefix's vector or B-tree node). Each prefix in use is charged
@@ -396,7 +396,8 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         if !entry.live || !ttl_scan_visible(ttl.as_ref(), entry.last_access, now) {
             return Ok(None);
         }
-        let out = update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
+        let out = change_in_place(codec, *bounded_pool, &mut entry.value, f)
+            .charge(reservation, &mut entry.value)?;
         entry.last_access = now;
         mark_dirty(entry, *epoch, dirty_in_bundle);
         Ok(Some(out))
@@ -433,7 +434,8 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
             PrefixEntry::Occupied(entry) => {
                 let visible = entry.live && ttl_scan_visible(ttl.as_ref(), entry.last_access, now);
                 if visible {
-                    update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
+                    change_in_place(codec, *bounded_pool, &mut entry.value, f)
+                        .charge(reservation, &mut entry.value)?;
                 } else {
                     overwrite(codec, reservation, entry, insert())?;
                 }

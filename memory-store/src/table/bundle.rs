@@ -3,12 +3,12 @@
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
     CacheLineAligned, FlatEntry, FlatMap, FlatVacantEntry, KeyedTable, MemoryReservation, Result,
-    SweepProgress, TableStats, TtlRead, ValueCodec, ttl_read,
+    SweepProgress, TableStats, TtlRead, ValueCodec, change_in_place, ttl_read,
 };
 
 use super::sweep::Tombstones;
 use super::{Entry, KeyedCore, LIVE, entry_size, is_live, mark_dirty};
-use crate::in_place::{reserve_replacement, update_in_place};
+use crate::in_place::reserve_replacement;
 
 impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     type Codec = C;
@@ -155,7 +155,8 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
             mark_dirty(word, *epoch, dirty_in_bundle);
             return Ok(None);
         }
-        let out = update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
+        let out = change_in_place(codec, *bounded_pool, &mut entry.value, f)
+            .charge(reservation, &mut entry.value)?;
         entry.last_access = now;
         mark_dirty(word, *epoch, dirty_in_bundle);
         Ok(Some(out))
@@ -195,7 +196,8 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
                 let visible = is_live(*word)
                     && ttl_read(ttl.as_ref(), entry.last_access, now).returns_value();
                 if visible {
-                    update_in_place(codec, reservation, *bounded_pool, &mut entry.value, f)?;
+                    change_in_place(codec, *bounded_pool, &mut entry.value, f)
+                        .charge(reservation, &mut entry.value)?;
                 } else {
                     overwrite(
                         codec,

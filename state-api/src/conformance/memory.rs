@@ -185,6 +185,79 @@ pub fn memory_exhausted_put_leaves_state_unchanged<F: StoreFactory>(f: &F) {
     }
 }
 
+/// An in-place `update` or `upsert` whose value grows beyond the pool is
+/// [`Error::MemoryExhausted`] and leaves the value as it was (the closure ran on the value
+/// itself: the backend puts it back); one that grows within the pool, or shrinks, is kept and
+/// charged; the bundle stays usable and commits what succeeded.
+pub fn memory_exhausted_update_leaves_state_unchanged<F: StoreFactory>(f: &F) {
+    let mp = max_parallelism(128);
+    let pool = AdjustablePool::new(usize::MAX);
+    let clock = ManualClock::new(1);
+    let mut store = f.create(full_config(mp, &clock).with_memory_pool(pool.clone()));
+    let mut t = store
+        .open_table("rows", I64F64StrCodec, None)
+        .expect("open");
+    let keys: Vec<_> = (0..3).map(|i| key(i, mp)).collect();
+    let [a, b, c] = [&keys[0], &keys[1], &keys[2]];
+    let small = |n: i64| (n, 1.0, Some("ab".to_owned()));
+    write_all(
+        &mut t,
+        &[(a.clone(), Some(small(1))), (b.clone(), Some(small(2)))],
+    );
+    pool.set_headroom(16 * 1024);
+    let huge = "y".repeat(64 * 1024);
+    t.begin_bundle(&bundle_keys(&keys)).expect("begin");
+
+    let err = t
+        .update(a.0, &a.1, |v| {
+            v.0 = 10;
+            v.2 = Some(huge.clone());
+        })
+        .expect_err("an update growing beyond the pool");
+    assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
+    assert_eq!(
+        t.get(a.0, &a.1).expect("get"),
+        Some(&small(1)),
+        "a as it was"
+    );
+    let err = t
+        .upsert(b.0, &b.1, || small(0), |v| v.2 = Some(huge.clone()))
+        .expect_err("an upsert growing beyond the pool");
+    assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
+    assert_eq!(
+        t.get(b.0, &b.1).expect("get"),
+        Some(&small(2)),
+        "b as it was"
+    );
+    let err = t
+        .upsert(c.0, &c.1, || (3, 3.0, Some(huge.clone())), |_| {})
+        .expect_err("an upsert inserting beyond the pool");
+    assert!(matches!(err, Error::MemoryExhausted { .. }), "{err}");
+    assert_eq!(t.get(c.0, &c.1).expect("get"), None, "c still absent");
+
+    // Growth within the pool is kept; a shrink returns memory.
+    let grown = (11, 1.0, Some("z".repeat(1024)));
+    let out = t
+        .update(a.0, &a.1, |v| {
+            *v = grown.clone();
+            "ran"
+        })
+        .expect("an update growing within the pool");
+    assert_eq!(out, Some("ran"));
+    assert_eq!(t.get(a.0, &a.1).expect("get"), Some(&grown));
+    let used = pool.used();
+    assert!(
+        t.upsert(a.0, &a.1, || small(0), |v| v.2 = None)
+            .expect("a shrinking upsert"),
+        "a is visible: updated, not inserted"
+    );
+    assert!(pool.used() < used, "the shrink is returned to the pool");
+    t.commit_bundle().expect("commit after refused updates");
+    pool.set_headroom(usize::MAX / 2);
+    let read = read_all(&mut t, &keys);
+    assert_eq!(read, vec![Some((11, 1.0, None)), Some(small(2)), None]);
+}
+
 /// A restore whose staging exceeds the pool is [`Error::MemoryExhausted`] and leaves the
 /// target unchanged.
 pub fn memory_exhausted_restore_leaves_state_unchanged<F: StoreFactory>(f: &F) {

@@ -57,7 +57,8 @@ pub use map::{
 };
 pub use memory::{
     memory_exhausted_put_leaves_state_unchanged, memory_exhausted_restore_leaves_state_unchanged,
-    memory_exhausted_snapshot, memory_reservation_accounting,
+    memory_exhausted_snapshot, memory_exhausted_update_leaves_state_unchanged,
+    memory_reservation_accounting,
 };
 pub use model::model_based_operations_match_btreemap;
 pub use native::{
@@ -287,6 +288,7 @@ macro_rules! keyed_conformance_tests {
             corruption_campaign,
             memory_reservation_accounting,
             memory_exhausted_put_leaves_state_unchanged,
+            memory_exhausted_update_leaves_state_unchanged,
             memory_exhausted_restore_leaves_state_unchanged,
             memory_exhausted_snapshot,
             model_based_operations_match_btreemap,

@@ -8,8 +8,8 @@ use keygroup::{KeyGroup, KeyGroupRange};
 use rocksdb::WriteBatch;
 use state_api::{
     MapHydration, MapTable, PREFETCH_AHEAD, PrefetchStages, PrefixEntry, PrefixMap, Result,
-    ScanDirection, SweepProgress, TableStats, TtlRead, UserKeyRange, ValueCodec, ttl_read,
-    ttl_scan_visible,
+    ScanDirection, SweepProgress, TableStats, TtlRead, UserKeyRange, ValueCodec, change_in_place,
+    ttl_read, ttl_scan_visible,
 };
 
 use crate::error::rocks_api;
@@ -590,43 +590,42 @@ impl<C: ValueCodec> RocksMapTable<C> {
                 reserved: entry.reserved,
             });
         };
-        let before = codec.heap_size(value);
-        let backup = bounded.then(|| value.clone());
-        let out = f(value);
-        let after = codec.heap_size(value);
-        if after <= before {
-            let freed = (before - after).min(entry.reserved);
+        let change = change_in_place(codec, bounded, value, f);
+        let growth = change.growth();
+        if growth == 0 {
+            let freed = change.shrinkage().min(entry.reserved);
             reservation.shrink(freed);
             entry.reserved -= freed;
             entry.last_access = now;
             dirty.mark(entry, prefix_scratch, user_key);
-            return Ok(Found::Updated(out));
+            return Ok(Found::Updated(change.into_output()));
         }
-        let growth = after - before;
-        if let Err(e) = reservation.try_grow(growth) {
-            if !*complete {
-                if let Some(backup) = backup {
-                    *value = backup;
-                }
+        let out = match reservation.try_grow(growth) {
+            Ok(()) => change.into_output(),
+            Err(e) if !*complete => {
+                change.undo(value);
                 return Err(e);
             }
-            // A complete table's clean entries can make room; marked dirty for the moment,
-            // this one stays while they go (dropping them makes the table incomplete, whose
-            // commit does not read the dirty list).
-            let was_dirty = std::mem::replace(&mut entry.dirty_in, dirty.epoch());
-            let room = self
-                .drop_clean_entries()
-                .and_then(|()| self.reservation.try_grow(growth));
-            if let Err(e) = room {
-                if let Some(entry) = self.scratch_entry() {
-                    if let (Some(value), Some(backup)) = (entry.value.as_mut(), backup) {
-                        *value = backup;
+            Err(_) => {
+                // A complete table's clean entries can make room; marked dirty for the
+                // moment, this one stays while they go (dropping them makes the table
+                // incomplete, whose commit does not read the dirty list).
+                let was_dirty = std::mem::replace(&mut entry.dirty_in, dirty.epoch());
+                let room = self
+                    .drop_clean_entries()
+                    .and_then(|()| self.reservation.try_grow(growth));
+                if let Err(e) = room {
+                    if let Some(entry) = self.scratch_entry() {
+                        if let Some(value) = entry.value.as_mut() {
+                            change.undo(value);
+                        }
+                        entry.dirty_in = was_dirty;
                     }
-                    entry.dirty_in = was_dirty;
+                    return Err(e);
                 }
-                return Err(e);
+                change.into_output()
             }
-        }
+        };
         let (entries, prefix_scratch, user_key, dirty) = self.scratch_parts();
         if let Some(entry) = entries.get_mut(prefix_scratch, user_key) {
             entry.reserved += growth;

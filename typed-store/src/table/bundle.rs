@@ -4,12 +4,16 @@ use std::mem::size_of;
 use std::sync::atomic::Ordering;
 
 use keygroup::{KeyGroup, KeyGroupRange};
-use state_api::{KeyedTable, Result, SweepProgress, TableStats, TtlRead, ValueCodec, ttl_read};
+use state_api::{
+    KeyedTable, MemoryReservation, Result, SweepProgress, TableStats, TtlRead, ValueCodec,
+    change_in_place, ttl_read,
+};
 
 use crate::cache::Key;
 use crate::format::composite_key;
 use crate::sweep::sweep_column_family;
 
+use super::changes::Changes;
 use super::{Slot, TableCore};
 
 impl<C: ValueCodec> KeyedTable for TableCore<C> {
@@ -74,49 +78,67 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
 
     fn get(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<Option<&C::Value>> {
         self.check_bundle("get", true)?;
-        self.check_key_group(key_group)?;
-        if let Some(&ahead) = self.ahead.advance() {
-            self.working.prefetch(ahead);
-        }
-        let now = self.now();
-        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
-        // One hash for the lookup (and, on a miss, the point read's insert).
-        let hash = self.working.hash(&self.scratch);
-        if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
-            self.point_hydrate()?;
-        }
-        let Self {
-            working,
-            scratch,
-            ttl,
-            changes,
-            dead_keys,
+        let visible = self.visible(key_group, key, false)?;
+        Ok(visible.and_then(|found| found.slot.value.as_ref()))
+    }
+
+    /// `f` runs on the cached value itself: one search, no copy of the value (a bounded
+    /// pool keeps one, to put back if the value grew and the pool refuses the growth),
+    /// the slot bracketed once for the commit. A slot resident for this bundle only (the
+    /// pool refused to cache it) is changed as a put changes it, which charges the whole
+    /// entry.
+    fn update<R>(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        f: impl FnOnce(&mut C::Value) -> R,
+    ) -> Result<Option<R>> {
+        self.check_bundle("update", true)?;
+        let bounded = self.bounded_pool;
+        let Some(Visible {
+            slot,
+            stored_key,
+            hash,
+            now,
             bundle,
-            ..
-        } = self;
-        let Some(slot) = working.get_mut_hashed(hash, scratch) else {
+            codec,
+            changes,
+            reservation,
+        }) = self.visible(key_group, key, true)?
+        else {
             return Ok(None);
         };
-        slot.bundle = *bundle;
-        if !slot.live {
+        if slot.reserved == 0 {
+            let Some(mut value) = slot.value.clone() else {
+                return Ok(None);
+            };
+            let out = f(&mut value);
+            self.put(key_group, key, value)?;
+            return Ok(Some(out));
+        }
+        changes.before(slot, stored_key, bundle);
+        let Some(value) = slot.value.as_mut() else {
             return Ok(None);
+        };
+        let change = change_in_place(codec, bounded, value, f);
+        let growth = change.growth();
+        if let Err(refused) = reservation.try_grow(growth) {
+            // The slot holds its committed value again while the changed one is written
+            // as a put writes it: evicting clean entries to make room, and failing with
+            // the value as it was.
+            let (out, changed) = change.undo(value);
+            let Some(changed) = changed else {
+                return Err(refused);
+            };
+            self.put(key_group, key, changed)?;
+            return Ok(Some(out));
         }
-        let read = ttl_read(ttl.as_ref(), slot.last_access, now);
-        if read.clears() {
-            changes.before(slot, scratch, *bundle);
-            slot.live = false;
-            changes.after(slot, scratch, hash, *bundle);
-            dead_keys.push((Key::from(scratch.as_slice()), hash));
-        } else if read == TtlRead::LiveRefresh {
-            changes.before(slot, scratch, *bundle);
-            slot.last_access = now;
-            changes.after(slot, scratch, hash, *bundle);
-        }
-        if read.returns_value() {
-            Ok(slot.value.as_ref())
-        } else {
-            Ok(None)
-        }
+        let freed = change.shrinkage().min(slot.reserved);
+        reservation.shrink(freed);
+        slot.reserved = slot.reserved - freed + growth;
+        slot.last_access = now;
+        changes.after(slot, stored_key, hash, bundle);
+        Ok(Some(change.into_output()))
     }
 
     fn put(&mut self, key_group: KeyGroup, key: &[u8], value: C::Value) -> Result<()> {
@@ -278,5 +300,89 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
 
     fn stats(&self) -> TableStats {
         self.stats
+    }
+}
+
+/// A slot a read sees (found by [`TableCore::visible`]), with the parts of the table an
+/// update changes next to it.
+struct Visible<'a, C: ValueCodec> {
+    slot: &'a mut Slot<C::Value>,
+    /// The slot's key in the working map (the RocksDB key).
+    stored_key: &'a [u8],
+    hash: u64,
+    now: i64,
+    bundle: u64,
+    codec: &'a C,
+    changes: &'a mut Changes<C::Value>,
+    reservation: &'a mut MemoryReservation,
+}
+
+impl<C: ValueCodec> TableCore<C> {
+    /// Finds `key`'s slot (read from RocksDB first when the working map may lack it) and
+    /// applies Flink's TTL to the read as a get does: an expired value the read clears
+    /// is removed (it leaves the working map at commit unless written again), a read that
+    /// refreshes re-stamps the access. A caller that `writes` the slot next stamps it
+    /// itself: its read neither refreshes nor clears a value it still returns (an expired
+    /// one under `ReturnExpiredIfNotCleanedUp`). `None` when the read sees no value.
+    fn visible(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        writes: bool,
+    ) -> Result<Option<Visible<'_, C>>> {
+        self.check_key_group(key_group)?;
+        if let Some(&ahead) = self.ahead.advance() {
+            self.working.prefetch(ahead);
+        }
+        let now = self.now();
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        // One hash for the lookup (and, on a miss, the point read's insert).
+        let hash = self.working.hash(&self.scratch);
+        if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
+            self.point_hydrate()?;
+        }
+        let Self {
+            working,
+            scratch,
+            ttl,
+            changes,
+            dead_keys,
+            bundle,
+            codec,
+            reservation,
+            ..
+        } = self;
+        let bundle = *bundle;
+        let Some(slot) = working.get_mut_hashed(hash, scratch) else {
+            return Ok(None);
+        };
+        slot.bundle = bundle;
+        if !slot.live {
+            return Ok(None);
+        }
+        let read = ttl_read(ttl.as_ref(), slot.last_access, now);
+        if read.clears() && !(writes && read.returns_value()) {
+            changes.before(slot, scratch, bundle);
+            slot.live = false;
+            changes.after(slot, scratch, hash, bundle);
+            dead_keys.push((Key::from(scratch.as_slice()), hash));
+        } else if read == TtlRead::LiveRefresh && !writes {
+            changes.before(slot, scratch, bundle);
+            slot.last_access = now;
+            changes.after(slot, scratch, hash, bundle);
+        }
+        if !read.returns_value() || slot.value.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Visible {
+            slot,
+            stored_key: scratch,
+            hash,
+            now,
+            bundle,
+            codec,
+            changes,
+            reservation,
+        }))
     }
 }

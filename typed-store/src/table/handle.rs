@@ -229,6 +229,25 @@ impl<C: ValueCodec> KeyedTable for RocksKeyedTable<C> {
         self.in_bundle("put")?.put(key_group, key, value)
     }
 
+    fn update<R>(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        f: impl FnOnce(&mut C::Value) -> R,
+    ) -> Result<Option<R>> {
+        self.in_bundle("update")?.update(key_group, key, f)
+    }
+
+    fn upsert(
+        &mut self,
+        key_group: KeyGroup,
+        key: &[u8],
+        insert: impl FnOnce() -> C::Value,
+        f: impl FnOnce(&mut C::Value),
+    ) -> Result<bool> {
+        self.in_bundle("upsert")?.upsert(key_group, key, insert, f)
+    }
+
     fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
         self.in_bundle("remove")?.remove(key_group, key)
     }

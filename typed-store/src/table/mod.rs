@@ -127,6 +127,8 @@ pub(crate) struct TableCore<C: ValueCodec> {
     /// entries) on.
     complete: bool,
     reservation: MemoryReservation,
+    /// Whether the pool has a capacity (an in-place update then keeps a copy to restore).
+    bounded_pool: bool,
     /// The column family filled by `stage_restore`, swapped in by `commit_restore`.
     staged_cf: Option<String>,
     sweep_cursor: Option<Vec<u8>>,
@@ -189,6 +191,7 @@ impl<C: ValueCodec> TableCore<C> {
             generation,
             complete,
             reservation: MemoryReservation::new(Arc::clone(config.memory_pool())),
+            bounded_pool: config.memory_pool().capacity().is_some(),
             staged_cf: None,
             sweep_cursor: None,
             stats: TableStats::default(),

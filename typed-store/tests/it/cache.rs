@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use state_api::{
-    I64Codec, KeyedStateStore, KeyedTable, ManualClock, MemoryPool, NativeSnapshot,
-    UnboundedMemoryPool,
+    BoundedMemoryPool, I64Codec, I64F64StrCodec, KeyedStateStore, KeyedTable, ManualClock,
+    MemoryPool, NativeSnapshot, UnboundedMemoryPool,
 };
 use typed_store::{RocksSlot, RocksStore};
 
@@ -85,5 +85,55 @@ fn committed_keys_are_cached_and_restores_invalidate_the_cache() {
         pool.used(),
         0,
         "tables and store dropped: every reservation returned"
+    );
+}
+
+/// An in-place update whose value grows beyond what the pool grants makes room as a put
+/// does, by evicting clean entries the open bundle does not use, and then succeeds; the
+/// evicted keys are read from RocksDB again when next used.
+#[test]
+fn update_growing_beyond_the_pool_evicts_clean_entries_and_succeeds() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slot = RocksSlot::try_new(16 << 20).expect("slot");
+    let clock = ManualClock::new(1);
+    let mp = mp128();
+    let pool: Arc<BoundedMemoryPool> = Arc::new(BoundedMemoryPool::new(64 << 10));
+    let config = full_config(mp, &clock).with_memory_pool(pool.clone());
+    let mut store = RocksStore::open(dir.path(), config, &slot).expect("open");
+    let mut t = store.open_table("t", I64F64StrCodec, None).expect("table");
+    let keys: Vec<_> = (0..100).map(|i| key(i, mp)).collect();
+    let value = |i: usize| (i64::try_from(i).unwrap(), 0.5, Some("x".repeat(200)));
+    let rows: Vec<_> = (0..100)
+        .map(|i| (keys[i].clone(), Some(value(i))))
+        .collect();
+    write_all(&mut t, &rows);
+    let cached = pool.used();
+    assert!(
+        cached > 20 << 10,
+        "100 entries of 200+ bytes are cached: {cached}"
+    );
+
+    // Key 0 grows by 40 KiB: more than the pool has free, less than it frees by evicting.
+    let grown = (0, 0.5, Some("g".repeat(40 << 10)));
+    let (kg, k) = &keys[0];
+    t.begin_bundle(&[(*kg, k.as_slice())]).expect("begin");
+    let out = t
+        .update(*kg, k, |v| {
+            *v = grown.clone();
+            v.0
+        })
+        .expect("the update makes room");
+    assert_eq!(out, Some(0));
+    assert_eq!(t.get(*kg, k).expect("get"), Some(&grown));
+    t.commit_bundle().expect("commit");
+    assert!(pool.used() <= 64 << 10);
+
+    let mut expected: Vec<_> = (0..100).map(|i| Some(value(i))).collect();
+    expected[0] = Some(grown);
+    let hydrated = t.stats().hydrated_keys;
+    assert_eq!(read_all(&mut t, &keys), expected);
+    assert!(
+        t.stats().hydrated_keys > hydrated,
+        "evicted keys are read from RocksDB again"
     );
 }
