@@ -36,10 +36,11 @@ const ENTRY_OVERHEAD: usize = 32;
 struct Entry<V> {
     value: V,
     last_access: i64,
+    /// The bundle that last dirtied this entry (32 bits: with the flag below the entry of an
+    /// `i64` value is 24 bytes, not 32; the epochs start over after `u32::MAX` bundles).
+    dirty_epoch: u32,
     /// `false`: removed in the open bundle, purged at commit.
     live: bool,
-    /// The bundle that last dirtied this entry.
-    dirty_epoch: u64,
 }
 
 type Group<V> = PrefixMap<Entry<V>>;
@@ -85,7 +86,8 @@ pub(crate) struct MapCore<C: ValueCodec> {
     reservation: MemoryReservation,
     bounded_pool: bool,
     bundle: BundlePhase,
-    epoch: u64,
+    /// The open (or next) bundle's epoch, `1..=u32::MAX`.
+    epoch: u32,
     dirty_in_bundle: u64,
     sweep_cursor: usize,
     staged: Option<Staged<C::Value>>,
@@ -181,6 +183,28 @@ impl<C: ValueCodec> MapCore<C> {
         }
     }
 
+    /// Moves to the next bundle's epoch; after `u32::MAX` bundles the epochs start over at 1
+    /// and every entry's is cleared first (an entry dirtied exactly `u32::MAX - 1` bundles
+    /// ago must not look dirty in the new bundle).
+    fn next_epoch(&mut self) {
+        if self.epoch < u32::MAX {
+            self.epoch += 1;
+            return;
+        }
+        self.restart_epochs();
+    }
+
+    /// Clears every entry's epoch and starts over at 1.
+    fn restart_epochs(&mut self) {
+        for group in &mut self.groups {
+            group.retain(|_, _, entry| {
+                entry.dirty_epoch = 0;
+                true
+            });
+        }
+        self.epoch = 1;
+    }
+
     /// Purges expired entries and tombstones of group `index`; returns (removed, scanned).
     /// Removes at most `limit` of them.
     fn purge_group(&mut self, index: usize, now: Option<i64>, limit: u64) -> (u64, u64) {
@@ -231,7 +255,7 @@ fn bury(scratch: &mut Vec<u8>, index: usize, prefix: &[u8], user_key: &[u8]) -> 
     )
 }
 
-fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u64, dirty: &mut u64) {
+fn mark_dirty<V>(entry: &mut Entry<V>, epoch: u32, dirty: &mut u64) {
     if entry.dirty_epoch != epoch {
         entry.dirty_epoch = epoch;
         *dirty += 1;
@@ -586,7 +610,7 @@ impl<C: ValueCodec> MapTable for MapCore<C> {
         self.stats.written_keys += self.dirty_in_bundle;
         self.stats.bundles += 1;
         self.dirty_in_bundle = 0;
-        self.epoch += 1;
+        self.next_epoch();
         self.bundle.end("commit_bundle")
     }
 
@@ -763,6 +787,44 @@ mod tests {
             .with_memory_pool(pool)
             .with_clock(Arc::new(ManualClock::new(0)));
         MapCore::new("m", I64Codec, None, &config)
+    }
+
+    /// The epochs start over after `u32::MAX` bundles: no entry dirtied before looks dirty
+    /// in a later bundle, and every dirty entry still counts once per bundle.
+    #[test]
+    fn epochs_start_over_without_losing_a_dirty_entry() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(BoundedMemoryPool::new(1 << 20));
+        let mut t = table(pool);
+        let kg = KeyGroup::new(0).unwrap();
+        t.begin_bundle(MapHydration::none()).unwrap();
+        for i in 0..3_u8 {
+            t.put(kg, b"p", &[i], 1).unwrap();
+        }
+        t.commit_bundle().unwrap(); // epoch 1 done: entries 0..2 carry epoch 1
+        assert_eq!(t.stats().written_keys, 3);
+        t.epoch = u32::MAX;
+        t.begin_bundle(MapHydration::none()).unwrap();
+        t.put(kg, b"p", &[0], 2).unwrap();
+        t.commit_bundle().unwrap();
+        assert_eq!(t.epoch, 1);
+        assert!(t.groups[0].values().all(|e| e.dirty_epoch == 0));
+        assert_eq!(t.stats().written_keys, 4);
+        // Epoch 1 again: entry 1 (dirtied in the first epoch 1) and entry 0 count once each.
+        t.begin_bundle(MapHydration::none()).unwrap();
+        t.put(kg, b"p", &[1], 3).unwrap();
+        t.upsert(kg, b"p", &[1], || 0, |v| *v += 1).unwrap();
+        t.put(kg, b"p", &[0], 5).unwrap();
+        t.commit_bundle().unwrap();
+        assert_eq!(t.stats().written_keys, 6);
+        t.begin_bundle(MapHydration::none()).unwrap();
+        assert_eq!(t.get(kg, b"p", &[1]).unwrap(), Some(&4));
+        assert_eq!(t.get(kg, b"p", &[2]).unwrap(), Some(&1));
+        t.commit_bundle().unwrap();
+    }
+
+    #[test]
+    fn map_entry_of_an_i64_is_24_bytes() {
+        assert_eq!(size_of::<Entry<i64>>(), 24);
     }
 
     #[test]
