@@ -94,6 +94,11 @@ const PRESIZED_ROWS: usize = 8192;
 struct Column {
     left: bool,
     pos: usize,
+    /// The byte of the field's null bit in a record of its side, and the bit's mask.
+    null_at: usize,
+    null_mask: u8,
+    /// Where the field's 8-byte slot starts in a record of its side.
+    slot_at: usize,
     read: Read,
     data_type: DataType,
     values: Values,
@@ -130,12 +135,6 @@ impl<'a> RecordRef<'a> {
             types,
             null_bits,
         }
-    }
-
-    fn is_null(&self, pos: usize) -> Result<bool> {
-        let bit = pos + 8;
-        let byte = self.bytes.get(bit / 8).ok_or_else(corrupt)?;
-        Ok(byte & (1 << (bit % 8)) != 0)
     }
 
     /// The 8-byte slot of field `pos` as a little-endian word (one load: a `[u8; 8]` built
@@ -188,8 +187,7 @@ impl<'a> RecordRef<'a> {
 impl Column {
     fn try_new(
         field: &Field,
-        left: bool,
-        pos: usize,
+        (left, pos, side_null_bits): (bool, usize, usize),
         ty: LogicalType,
         capacity: usize,
     ) -> Result<Self> {
@@ -229,9 +227,13 @@ impl Column {
                 return Err(Error::unsupported(format!("join column of type {other}")));
             }
         };
+        let bit = pos + 8;
         Ok(Self {
             left,
             pos,
+            null_at: bit / 8,
+            null_mask: 1 << (bit % 8),
+            slot_at: side_null_bits + 8 * pos,
             read,
             data_type: dt,
             values: values.fresh(capacity),
@@ -240,9 +242,22 @@ impl Column {
     }
 
     /// Appends the field of `record`.
+    #[inline]
     fn append(&mut self, record: &RecordRef<'_>) -> Result<()> {
+        let null_byte = record.bytes.get(self.null_at).ok_or_else(corrupt)?;
+        let is_null = null_byte & self.null_mask != 0;
+        // The common cell first: a non-null 8-byte integer, one checked load from the slot.
+        if let (false, Read::Int64, Values::Int64(b)) = (is_null, self.read, &mut self.values) {
+            let slot = record
+                .bytes
+                .get(self.slot_at..)
+                .and_then(<[u8]>::first_chunk::<8>)
+                .ok_or_else(corrupt)?;
+            b.append_value(i64::from_le_bytes(*slot));
+            return Ok(());
+        }
         let pos = self.pos;
-        if record.is_null(pos)? {
+        if is_null {
             match &mut self.values {
                 Values::Boolean(b) => b.append_null(),
                 Values::Int8(b) => b.append_null(),
@@ -400,17 +415,23 @@ impl<'a> Emitter<'a> {
         chunk_rows: usize,
         sink: &'a mut dyn FnMut(ChangelogBatch) -> Result<()>,
     ) -> Result<Self> {
+        let (left_nulls, right_nulls) = (null_bits(left), null_bits(right));
         let sides = left
             .iter()
             .enumerate()
-            .map(|(pos, ty)| (true, pos, *ty))
-            .chain(right.iter().enumerate().map(|(pos, ty)| (false, pos, *ty)));
+            .map(|(pos, ty)| ((true, pos, left_nulls), *ty))
+            .chain(
+                right
+                    .iter()
+                    .enumerate()
+                    .map(|(pos, ty)| ((false, pos, right_nulls), *ty)),
+            );
         let columns = schema
             .fields()
             .iter()
             .zip(sides)
-            .map(|(field, (is_left, pos, ty))| {
-                Column::try_new(field, is_left, pos, ty, chunk_rows.clamp(1, PRESIZED_ROWS))
+            .map(|(field, (at, ty))| {
+                Column::try_new(field, at, ty, chunk_rows.clamp(1, PRESIZED_ROWS))
             })
             .collect::<Result<Vec<_>>>()?;
         if columns.len() != schema.fields().len() {
