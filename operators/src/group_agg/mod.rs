@@ -213,7 +213,9 @@ impl<S: MapStateStore> GroupAggregate<S> {
         Ok(())
     }
 
-    /// `GroupAggFunction.processElement` for every row.
+    /// `GroupAggFunction.processElement` for every row. A group's accumulator is changed
+    /// where the store keeps it (`KeyedTable::update`: no copy of it per row); a new
+    /// group's is created, changed and put.
     fn per_row(
         &mut self,
         rows: &RowReader<'_>,
@@ -222,51 +224,55 @@ impl<S: MapStateStore> GroupAggregate<S> {
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
-        let mut no_companion = LocalCompanion::default();
         let (mut prev, mut new, mut row) = (Vec::new(), Vec::new(), Vec::new());
         for (i, (kind, (kg, key))) in kinds.iter().zip(keys).enumerate() {
             rows.read_into(i, &mut row)?;
             let row = row.as_slice();
             let accumulate = is_accumulate(*kind);
-            let existing = self.acc.get(*kg, key)?.cloned();
-            let (mut acc, first_row) = match existing {
-                Some(a) => (a, false),
-                None if !accumulate => continue,
-                None => (acc::create(&self.plan), true),
+            let Self {
+                acc: table,
+                companions,
+                plan,
+                ..
+            } = self;
+            // The row applied to an accumulator, its node values before and after kept;
+            // whether the group's count is zero after it.
+            let mut step = |acc: &mut Row| -> Result<bool> {
+                acc::values_into(plan, acc, &mut prev);
+                match companions.as_mut() {
+                    Some(table) => {
+                        let mut c = StateCompanion {
+                            table,
+                            key_group: *kg,
+                            prefix: key,
+                        };
+                        acc::apply_row(plan, acc, row, accumulate, &mut c, &mut key_buf)?;
+                    }
+                    None => acc::apply_row(
+                        plan,
+                        acc,
+                        row,
+                        accumulate,
+                        &mut LocalCompanion::default(),
+                        &mut key_buf,
+                    )?,
+                }
+                acc::values_into(plan, acc, &mut new);
+                Ok(acc::count_is_zero(plan, acc))
             };
-            acc::values_into(&self.plan, &acc, &mut prev);
-            match self.companions.as_mut() {
-                Some(table) => {
-                    let mut c = StateCompanion {
-                        table,
-                        key_group: *kg,
-                        prefix: key,
-                    };
-                    acc::apply_row(&self.plan, &mut acc, row, accumulate, &mut c, &mut key_buf)?;
+            let (first_row, zero) = match table.update(*kg, key, &mut step)? {
+                Some(zero) => (false, zero?),
+                None if !accumulate => continue,
+                None => {
+                    let mut acc = acc::create(plan);
+                    let zero = step(&mut acc)?;
+                    if !zero {
+                        table.put(*kg, key, acc)?;
+                    }
+                    (true, zero)
                 }
-                None => acc::apply_row(
-                    &self.plan,
-                    &mut acc,
-                    row,
-                    accumulate,
-                    &mut no_companion,
-                    &mut key_buf,
-                )?,
-            }
-            acc::values_into(&self.plan, &acc, &mut new);
-            if acc::count_is_zero(&self.plan, &acc) {
-                if !first_row {
-                    self.push_output(out, RowKind::Delete, row, &prev);
-                }
-                self.clear_group(*kg, key)?;
-            } else {
-                self.acc.put(*kg, key, acc)?;
-                if first_row {
-                    self.push_output(out, RowKind::Insert, row, &new);
-                } else if !self.equal(&prev, &new) {
-                    self.emit_update(out, row, &prev, &new);
-                }
-            }
+            };
+            self.finish_key(out, *kg, key, row, first_row, zero, &prev, &new)?;
         }
         Ok(())
     }
@@ -312,37 +318,50 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 continue;
             };
             rows.read_into(first, &mut row)?;
-            let existing = self.acc.get(*kg, key)?.cloned();
-            let first_row = existing.is_none();
-            let mut state = existing.unwrap_or_else(|| fresh.clone());
-            acc::values_into(&self.plan, &state, &mut prev);
-            match self.companions.as_mut() {
-                Some(table) => {
-                    let mut c = StateCompanion {
-                        table,
-                        key_group: *kg,
-                        prefix: key,
-                    };
-                    acc::merge(
-                        &self.plan,
-                        &mut state,
+            let Self {
+                acc: table,
+                companions,
+                plan,
+                ..
+            } = self;
+            // The local accumulator merged into the group's, its node values before and
+            // after kept; whether the group's count is zero after it.
+            let mut merge = |state: &mut Row| -> Result<bool> {
+                acc::values_into(plan, state, &mut prev);
+                match companions.as_mut() {
+                    Some(table) => {
+                        let mut c = StateCompanion {
+                            table,
+                            key_group: *kg,
+                            prefix: key,
+                        };
+                        acc::merge(plan, state, &local, &local_companion, &mut c, &mut key_buf)?;
+                    }
+                    None => acc::merge(
+                        plan,
+                        state,
                         &local,
                         &local_companion,
-                        &mut c,
+                        &mut LocalCompanion::default(),
                         &mut key_buf,
-                    )?;
+                    )?,
                 }
-                None => acc::merge(
-                    &self.plan,
-                    &mut state,
-                    &local,
-                    &local_companion,
-                    &mut LocalCompanion::default(),
-                    &mut key_buf,
-                )?,
-            }
-            acc::values_into(&self.plan, &state, &mut new);
-            self.finish_key(out, *kg, key, &row, state, first_row, &prev, &new)?;
+                acc::values_into(plan, state, &mut new);
+                Ok(acc::count_is_zero(plan, state))
+            };
+            // The group's accumulator is merged into where the store keeps it; a new
+            // group's is created, merged into and put.
+            let (first_row, zero) = if let Some(zero) = table.update(*kg, key, &mut merge)? {
+                (false, zero?)
+            } else {
+                let mut state = fresh.clone();
+                let zero = merge(&mut state)?;
+                if !zero {
+                    table.put(*kg, key, state)?;
+                }
+                (true, zero)
+            };
+            self.finish_key(out, *kg, key, &row, first_row, zero, &prev, &new)?;
         }
         Ok(())
     }
@@ -412,35 +431,38 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 }
             }
             acc::values_into(&self.plan, &state, &mut new);
-            self.finish_key(out, *kg, key, &first_values, state, first_row, &prev, &new)?;
+            let zero = acc::count_is_zero(&self.plan, &state);
+            if !zero {
+                self.acc.put(*kg, key, state)?;
+            }
+            self.finish_key(out, *kg, key, &first_values, first_row, zero, &prev, &new)?;
         }
         Ok(())
     }
 
-    #[expect(clippy::too_many_arguments, reason = "the per-key end of a mini-batch")]
+    /// The end of a group's change (a row, or a mini-batch's rows of the group): its output,
+    /// its accumulator already written (or, its count `zero`, the group cleared here).
+    #[expect(clippy::too_many_arguments, reason = "the per-key end of a change")]
     fn finish_key(
         &mut self,
         out: &mut Out,
         kg: KeyGroup,
         key: &[u8],
         row: &[Scalar],
-        state: Row,
         first_row: bool,
+        zero: bool,
         prev: &[Scalar],
         new: &[Scalar],
     ) -> Result<()> {
-        if acc::count_is_zero(&self.plan, &state) {
+        if zero {
             if !first_row {
                 self.push_output(out, RowKind::Delete, row, prev);
             }
             self.clear_group(kg, key)?;
-        } else {
-            self.acc.put(kg, key, state)?;
-            if first_row {
-                self.push_output(out, RowKind::Insert, row, new);
-            } else if !self.equal(prev, new) {
-                self.emit_update(out, row, prev, new);
-            }
+        } else if first_row {
+            self.push_output(out, RowKind::Insert, row, new);
+        } else if !self.equal(prev, new) {
+            self.emit_update(out, row, prev, new);
         }
         Ok(())
     }
