@@ -91,7 +91,7 @@ impl<const N: usize> InlineBytes<N> {
 /// `a == b` for slices of equal length: up to 32 bytes as (overlapping) 8- or 4-byte words,
 /// longer ones through the slice comparison.
 #[inline]
-fn eq_same_len(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn eq_same_len(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n > 32 {
         return a == b;

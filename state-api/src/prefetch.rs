@@ -31,6 +31,10 @@ pub const PREFETCH_AHEAD: usize = 16;
 #[derive(Debug, Clone)]
 pub struct BundlePrefetch<T> {
     named: Vec<T>,
+    /// The named keys' bytes back to back (`key_ends` ends each), when they were named with
+    /// [`push_keyed`](Self::push_keyed).
+    keys: Vec<u8>,
+    key_ends: Vec<usize>,
     served: usize,
 }
 
@@ -38,21 +42,74 @@ impl<T> Default for BundlePrefetch<T> {
     fn default() -> Self {
         Self {
             named: Vec::new(),
+            keys: Vec::new(),
+            key_ends: Vec::new(),
             served: 0,
         }
     }
 }
 
 impl<T> BundlePrefetch<T> {
-    /// Forgets the last bundle's keys (keeping the allocation).
+    /// Forgets the last bundle's keys (keeping the allocations).
     pub fn begin(&mut self) {
         self.named.clear();
+        self.keys.clear();
+        self.key_ends.clear();
         self.served = 0;
     }
 
     /// Appends the next named key.
     pub fn push(&mut self, key: T) {
         self.named.push(key);
+    }
+
+    /// Appends the next named key with its bytes, so that the operation serving it gets
+    /// its item back from [`served_item`](Self::served_item) (a hash computed once per
+    /// key and bundle, not once more per operation). A bundle names all its keys this way
+    /// or none.
+    pub fn push_keyed(&mut self, key: &[u8], item: T) {
+        self.keys.extend_from_slice(key);
+        self.key_ends.push(self.keys.len());
+        self.named.push(item);
+    }
+
+    /// The item of the key named at the position the last [`advance`](Self::advance)
+    /// served, if that key's bytes are `key` (an operation in the order the keys were
+    /// named); `None` otherwise (another order, more operations than named keys, keys
+    /// named without bytes), and the caller computes what the item holds itself.
+    ///
+    /// ```
+    /// use state_api::BundlePrefetch;
+    ///
+    /// let mut ahead = BundlePrefetch::default();
+    /// ahead.begin();
+    /// ahead.push_keyed(b"a", 1_u64);
+    /// ahead.push_keyed(b"b", 2);
+    /// ahead.advance(); // serving "a"
+    /// assert_eq!(ahead.served_item(b"a"), Some(&1));
+    /// assert_eq!(ahead.served_item(b"b"), None); // not the key being served
+    /// ahead.advance(); // serving "b"
+    /// assert_eq!(ahead.served_item(b"b"), Some(&2));
+    /// ahead.advance(); // a third operation: nothing named for it
+    /// assert_eq!(ahead.served_item(b"b"), None);
+    /// ```
+    #[inline]
+    pub fn served_item(&self, key: &[u8]) -> Option<&T> {
+        let at = self.served.checked_sub(1)?;
+        if self.key_ends.len() != self.named.len() {
+            return None;
+        }
+        let end = *self.key_ends.get(at)?;
+        let start = match at.checked_sub(1) {
+            Some(before) => *self.key_ends.get(before)?,
+            None => 0,
+        };
+        let named = self.keys.get(start..end)?;
+        if named.len() == key.len() && crate::inline_key::eq_same_len(named, key) {
+            self.named.get(at)
+        } else {
+            None
+        }
     }
 
     /// The first [`PREFETCH_AHEAD`] named keys: `begin_bundle` prefetches them.
@@ -120,5 +177,45 @@ impl<T> PrefetchStages<T> {
         let at = self.next;
         self.next = (at + 1) % PREFETCH_STAGE;
         self.hints.get_mut(at).and_then(|slot| slot.replace(hint))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `served_item` answers only for the key being served, byte for byte, in a bundle whose
+    /// keys were all named with their bytes.
+    #[test]
+    fn served_item_matches_only_the_served_key() {
+        let mut ahead = BundlePrefetch::default();
+        ahead.begin();
+        let keys: [&[u8]; 4] = [b"", b"a", b"ab", &[7; 40]];
+        for (i, key) in keys.iter().enumerate() {
+            ahead.push_keyed(key, i);
+        }
+        assert_eq!(ahead.served_item(b""), None, "nothing served yet");
+        for (i, key) in keys.iter().enumerate() {
+            ahead.advance();
+            assert_eq!(ahead.served_item(key), Some(&i));
+            for (j, other) in keys.iter().enumerate() {
+                if j != i {
+                    assert_eq!(ahead.served_item(other), None, "{i} served, {j} asked");
+                }
+            }
+            let mut longer = key.to_vec();
+            longer.push(0);
+            assert_eq!(ahead.served_item(&longer), None);
+        }
+        // Keys named without their bytes: never an item.
+        ahead.begin();
+        ahead.push(0);
+        ahead.advance();
+        assert_eq!(ahead.served_item(b""), None);
+        // A new bundle forgets the old keys.
+        ahead.begin();
+        ahead.push_keyed(b"z", 9);
+        ahead.advance();
+        assert_eq!((ahead.served_item(b"a"), ahead.served_item(b"z")), (None, Some(&9)));
     }
 }

@@ -54,7 +54,7 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
         for (kg, key) in keys {
             composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
             let hash = self.working.hash(&self.scratch);
-            self.ahead.push(hash);
+            self.ahead.push_keyed(&self.scratch, hash);
             if self.complete {
                 continue;
             }
@@ -148,7 +148,7 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
         let now = self.now();
         let needed =
             self.scratch.len() + size_of::<Slot<C::Value>>() + self.codec.heap_size(&value);
-        let hash = self.working.hash(&self.scratch);
+        let hash = self.hash_of_scratch();
         let previous = match self.working.get_mut_hashed(hash, &self.scratch) {
             Some(slot) => {
                 slot.bundle = self.bundle; // not evicted by the reservation below
@@ -182,7 +182,7 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
         self.check_bundle("remove", true)?;
         self.check_key_group(key_group)?;
         composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
-        let hash = self.working.hash(&self.scratch);
+        let hash = self.hash_of_scratch();
         if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
             self.point_hydrate()?;
         }
@@ -318,6 +318,17 @@ struct Visible<'a, C: ValueCodec> {
 }
 
 impl<C: ValueCodec> TableCore<C> {
+    /// The working-map hash of the key in `scratch`: `begin_bundle`'s when the operation
+    /// serves the key named at its position (a bundle read in the order it was named: one
+    /// hash per key and bundle), computed now otherwise.
+    #[inline]
+    fn hash_of_scratch(&self) -> u64 {
+        self.ahead
+            .served_item(&self.scratch)
+            .copied()
+            .unwrap_or_else(|| self.working.hash(&self.scratch))
+    }
+
     /// Finds `key`'s slot (read from RocksDB first when the working map may lack it) and
     /// applies Flink's TTL to the read as a get does: an expired value the read clears
     /// is removed (it leaves the working map at commit unless written again), a read that
@@ -336,8 +347,9 @@ impl<C: ValueCodec> TableCore<C> {
         }
         let now = self.now();
         composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
-        // One hash for the lookup (and, on a miss, the point read's insert).
-        let hash = self.working.hash(&self.scratch);
+        // One hash for the lookup (and, on a miss, the point read's insert), taken from
+        // `begin_bundle` when this operation serves the key named at its position.
+        let hash = self.hash_of_scratch();
         if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
             self.point_hydrate()?;
         }
