@@ -216,6 +216,9 @@ mod tests {
         ahead.begin();
         ahead.push_keyed(b"z", 9);
         ahead.advance();
-        assert_eq!((ahead.served_item(b"a"), ahead.served_item(b"z")), (None, Some(&9)));
+        assert_eq!(
+            (ahead.served_item(b"a"), ahead.served_item(b"z")),
+            (None, Some(&9))
+        );
     }
 }

@@ -34,6 +34,24 @@ pub(crate) struct StateCompanion<'a, M> {
     pub prefix: &'a [u8],
 }
 
+/// Runs `f` with the companion of the group `prefix` in `key_group`: its entries in the
+/// companion table, or, for a plan without one, an empty local companion.
+pub(crate) fn with_companion<M: MapTable<Codec = I64Codec>, R>(
+    companions: &mut Option<M>,
+    key_group: KeyGroup,
+    prefix: &[u8],
+    f: impl FnOnce(&mut dyn Companion) -> R,
+) -> R {
+    match companions.as_mut() {
+        Some(table) => f(&mut StateCompanion {
+            table,
+            key_group,
+            prefix,
+        }),
+        None => f(&mut LocalCompanion::default()),
+    }
+}
+
 impl<M: MapTable<Codec = I64Codec>> Companion for StateCompanion<'_, M> {
     fn count(&mut self, user_key: &[u8]) -> Result<i64> {
         Ok(self

@@ -17,7 +17,7 @@ use state_api::{
     restore_canonical_snapshot, write_canonical_snapshot,
 };
 
-use self::acc::{LocalCompanion, StateCompanion};
+use self::acc::LocalCompanion;
 use self::grouped::Grouped;
 use self::plan::{Plan, Projection};
 use crate::changelog::{ChangelogBatch, FlatRows, is_accumulate, schema_of, validated_reader};
@@ -239,24 +239,9 @@ impl<S: MapStateStore> GroupAggregate<S> {
             // whether the group's count is zero after it.
             let mut step = |acc: &mut Row| -> Result<bool> {
                 acc::values_into(plan, acc, &mut prev);
-                match companions.as_mut() {
-                    Some(table) => {
-                        let mut c = StateCompanion {
-                            table,
-                            key_group: *kg,
-                            prefix: key,
-                        };
-                        acc::apply_row(plan, acc, row, accumulate, &mut c, &mut key_buf)?;
-                    }
-                    None => acc::apply_row(
-                        plan,
-                        acc,
-                        row,
-                        accumulate,
-                        &mut LocalCompanion::default(),
-                        &mut key_buf,
-                    )?,
-                }
+                acc::with_companion(companions, *kg, key, |c| {
+                    acc::apply_row(plan, acc, row, accumulate, c, &mut key_buf)
+                })?;
                 acc::values_into(plan, acc, &mut new);
                 Ok(acc::count_is_zero(plan, acc))
             };
@@ -328,24 +313,9 @@ impl<S: MapStateStore> GroupAggregate<S> {
             // after kept; whether the group's count is zero after it.
             let mut merge = |state: &mut Row| -> Result<bool> {
                 acc::values_into(plan, state, &mut prev);
-                match companions.as_mut() {
-                    Some(table) => {
-                        let mut c = StateCompanion {
-                            table,
-                            key_group: *kg,
-                            prefix: key,
-                        };
-                        acc::merge(plan, state, &local, &local_companion, &mut c, &mut key_buf)?;
-                    }
-                    None => acc::merge(
-                        plan,
-                        state,
-                        &local,
-                        &local_companion,
-                        &mut LocalCompanion::default(),
-                        &mut key_buf,
-                    )?,
-                }
+                acc::with_companion(companions, *kg, key, |c| {
+                    acc::merge(plan, state, &local, &local_companion, c, &mut key_buf)
+                })?;
                 acc::values_into(plan, state, &mut new);
                 Ok(acc::count_is_zero(plan, state))
             };
@@ -404,31 +374,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
                     continue;
                 };
                 rows.read_into(i, &mut row)?;
-                match self.companions.as_mut() {
-                    Some(table) => {
-                        let mut c = StateCompanion {
-                            table,
-                            key_group: *kg,
-                            prefix: key,
-                        };
-                        acc::apply_row(
-                            &self.plan,
-                            &mut state,
-                            &row,
-                            is_accumulate(*kind),
-                            &mut c,
-                            &mut key_buf,
-                        )?;
-                    }
-                    None => acc::apply_row(
-                        &self.plan,
-                        &mut state,
-                        &row,
-                        is_accumulate(*kind),
-                        &mut LocalCompanion::default(),
-                        &mut key_buf,
-                    )?,
-                }
+                let accumulate = is_accumulate(*kind);
+                acc::with_companion(&mut self.companions, *kg, key, |c| {
+                    acc::apply_row(&self.plan, &mut state, &row, accumulate, c, &mut key_buf)
+                })?;
             }
             acc::values_into(&self.plan, &state, &mut new);
             let zero = acc::count_is_zero(&self.plan, &state);

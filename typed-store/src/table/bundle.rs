@@ -181,11 +181,7 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
     fn remove(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<()> {
         self.check_bundle("remove", true)?;
         self.check_key_group(key_group)?;
-        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
-        let hash = self.hash_of_scratch();
-        if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
-            self.point_hydrate()?;
-        }
+        let hash = self.resident(key_group, key)?;
         let Self {
             working,
             scratch,
@@ -329,6 +325,19 @@ impl<C: ValueCodec> TableCore<C> {
             .unwrap_or_else(|| self.working.hash(&self.scratch))
     }
 
+    /// Puts `key`'s RocksDB key in `scratch` and its slot in the working map (a point read
+    /// when the map may lack it); returns its hash: one for the lookup and, on a miss, the
+    /// point read's insert, taken from `begin_bundle` when this operation serves the key
+    /// named at its position.
+    fn resident(&mut self, key_group: KeyGroup, key: &[u8]) -> Result<u64> {
+        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
+        let hash = self.hash_of_scratch();
+        if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
+            self.point_hydrate()?;
+        }
+        Ok(hash)
+    }
+
     /// Finds `key`'s slot (read from RocksDB first when the working map may lack it) and
     /// applies Flink's TTL to the read as a get does: an expired value the read clears
     /// is removed (it leaves the working map at commit unless written again), a read that
@@ -346,13 +355,7 @@ impl<C: ValueCodec> TableCore<C> {
             self.working.prefetch(ahead);
         }
         let now = self.now();
-        composite_key(&mut self.scratch, key_group, self.prefix_bytes, key);
-        // One hash for the lookup (and, on a miss, the point read's insert), taken from
-        // `begin_bundle` when this operation serves the key named at its position.
-        let hash = self.hash_of_scratch();
-        if !self.complete && self.working.get_hashed(hash, &self.scratch).is_none() {
-            self.point_hydrate()?;
-        }
+        let hash = self.resident(key_group, key)?;
         let Self {
             working,
             scratch,
