@@ -603,7 +603,12 @@ impl<C: ValueCodec> RocksMapTable<C> {
         let out = match reservation.try_grow(growth) {
             Ok(()) => change.into_output(),
             Err(e) if !*complete => {
-                change.undo(value);
+                if change.undo(value).1.is_none() {
+                    // No copy to put back (an unbounded pool, which refuses only a count
+                    // that would overflow): the change stays, recorded for the commit.
+                    entry.last_access = now;
+                    dirty.mark(entry, prefix_scratch, user_key);
+                }
                 return Err(e);
             }
             Err(_) => {

@@ -128,6 +128,11 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
             // the value as it was.
             let (out, changed) = change.undo(value);
             let Some(changed) = changed else {
+                // No copy to put back (an unbounded pool, which refuses only a count that
+                // would overflow): the change stays, recorded for the commit, so that the
+                // cache never holds a value RocksDB will not get.
+                slot.last_access = now;
+                changes.after(slot, stored_key, hash, bundle);
                 return Err(refused);
             };
             self.put(key_group, key, changed)?;

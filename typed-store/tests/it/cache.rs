@@ -2,6 +2,7 @@
 //! served without a RocksDB read in the next, and the cache never hides RocksDB's state.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use state_api::{
     BoundedMemoryPool, I64Codec, I64F64StrCodec, KeyedStateStore, KeyedTable, ManualClock,
@@ -136,4 +137,80 @@ fn update_growing_beyond_the_pool_evicts_clean_entries_and_succeeds() {
         t.stats().hydrated_keys > hydrated,
         "evicted keys are read from RocksDB again"
     );
+}
+
+/// A pool without a capacity that refuses on demand: an unbounded pool refuses only a byte
+/// count that would overflow, and this one stands in for that refusal.
+#[derive(Debug, Default)]
+struct RefusingPool {
+    refuse: AtomicBool,
+    used: AtomicUsize,
+}
+
+impl MemoryPool for RefusingPool {
+    fn try_acquire(&self, bytes: usize) -> state_api::Result<()> {
+        if self.refuse.load(Ordering::SeqCst) {
+            return Err(state_api::Error::MemoryExhausted {
+                requested: bytes,
+                available: 0,
+            });
+        }
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn release(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+    }
+
+    fn used(&self) -> usize {
+        self.used.load(Ordering::SeqCst)
+    }
+
+    fn capacity(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Under a pool without a capacity an in-place update keeps no copy of the value; when
+/// that pool refuses the growth anyway, the change stays and is written with the bundle, so
+/// the cache never holds a value RocksDB does not get.
+#[test]
+fn refused_update_without_a_copy_is_written_not_only_cached() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slot = RocksSlot::try_new(16 << 20).expect("slot");
+    let clock = ManualClock::new(1);
+    let mp = mp128();
+    let pool = Arc::new(RefusingPool::default());
+    let (kg, k) = key(0, mp);
+    let grown = (2, 2.0, Some("z".repeat(200 << 10)));
+    {
+        let config = full_config(mp, &clock).with_memory_pool(pool.clone());
+        let mut store = RocksStore::open(dir.path(), config, &slot).expect("open");
+        let mut t = store.open_table("t", I64F64StrCodec, None).expect("table");
+        write_all(&mut t, &[((kg, k.clone()), Some((1, 1.0, None)))]);
+        // Written: the key is a clean cache entry, not a pending write.
+        store.write_pending().expect("write pending");
+        pool.refuse.store(true, Ordering::SeqCst);
+        t.begin_bundle(&[(kg, k.as_slice())]).expect("begin");
+        let err = t
+            .update(kg, &k, |v| *v = grown.clone())
+            .expect_err("the pool refuses 200 KiB");
+        assert!(
+            matches!(err, state_api::Error::MemoryExhausted { .. }),
+            "{err}"
+        );
+        assert_eq!(
+            t.get(kg, &k).expect("get"),
+            Some(&grown),
+            "the change stays"
+        );
+        t.commit_bundle().expect("commit");
+        pool.refuse.store(false, Ordering::SeqCst);
+    }
+    // A new store reads RocksDB: it got the change.
+    let config = full_config(mp, &clock).with_memory_pool(pool.clone());
+    let mut store = RocksStore::open(dir.path(), config, &slot).expect("reopen");
+    let mut t = store.open_table("t", I64F64StrCodec, None).expect("table");
+    assert_eq!(read_all(&mut t, &[(kg, k)]), vec![Some(grown)]);
 }
