@@ -621,10 +621,15 @@ impl<C: ValueCodec> RocksMapTable<C> {
                     .and_then(|()| self.reservation.try_grow(growth));
                 if let Err(e) = room {
                     if let Some(entry) = self.scratch_entry() {
-                        if let Some(value) = entry.value.as_mut() {
-                            change.undo(value);
+                        let put_back = entry
+                            .value
+                            .as_mut()
+                            .is_some_and(|value| change.undo(value).1.is_some());
+                        // With no copy to put back the change stays, and so does its mark:
+                        // the (now incomplete) table's commit writes it.
+                        if put_back {
+                            entry.dirty_in = was_dirty;
                         }
-                        entry.dirty_in = was_dirty;
                     }
                     return Err(e);
                 }
