@@ -13,8 +13,9 @@
 //! Layout and rules:
 //! - `slots.len()` is 0 or a power of two; a key's home is `hash & (len - 1)` and its slot is
 //!   the first one at or after home (wrapping) in an unbroken run of occupied slots.
-//! - The load stays at most 3/4 (the capacity doubles before an insert would pass it), so
-//!   at least one slot is empty and every probe ends.
+//! - The load stays at most 3/4, or 1/2 for a map made with [`MaxLoad::Half`] (the capacity
+//!   doubles before an insert would pass it), so at least one slot is empty and every probe
+//!   ends.
 //! - Removal shifts the run after the hole back (no tombstones), so probe runs stay short
 //!   under churn.
 //! - The hash function is foldhash with a per-map random seed; slots keep the hash's low 32
@@ -112,6 +113,54 @@ pub struct FlatMap<V, A: SlotAlignment = Unaligned> {
     slots: Vec<Option<Slot<V, A>>>,
     len: usize,
     hasher: RandomState,
+    max_load: MaxLoad,
+}
+
+/// How full a [`FlatMap`] may get before it doubles: memory per entry against the slots a
+/// lookup reads.
+///
+/// At 3/4 (the default) a map holds between 3/8 and 3/4 of its slots, and a key is often
+/// one slot past its home, so [`FlatMap::prefetch`] asks for two slots. At 1/2 it holds
+/// between 1/4 and 1/2 (half again the memory per entry on average) and a key is mostly at
+/// home: the prefetch asks for one slot, and a lookup bound by cache misses in flight gets
+/// faster. Measured (`sfstate-bench`, memory-store's value tables, p 1, alternating binaries,
+/// medians of 6-7): W1 23.41M -> 24.85M and 23.79M -> 24.96M events/s, W4 26.20M -> 28.12M and
+/// 26.86M -> 28.29M; typed-store's working map showed no difference, so it keeps 3/4. Half
+/// with two slots prefetched was no faster than 3/4 with two.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MaxLoad {
+    /// At most 3/4 full; prefetch two slots.
+    #[default]
+    ThreeQuarters,
+    /// At most 1/2 full; prefetch one slot.
+    Half,
+}
+
+impl MaxLoad {
+    /// Whether `capacity` slots may hold `len` entries.
+    fn fits(self, len: usize, capacity: usize) -> bool {
+        match self {
+            MaxLoad::ThreeQuarters => len.saturating_mul(4) <= capacity.saturating_mul(3),
+            MaxLoad::Half => len.saturating_mul(2) <= capacity,
+        }
+    }
+
+    /// Slots a prefetch asks for (the home and the ones after it).
+    fn prefetch_slots(self) -> usize {
+        match self {
+            MaxLoad::ThreeQuarters => 2,
+            MaxLoad::Half => 1,
+        }
+    }
+
+    /// Slots charged per entry: about the mean of what an entry occupies between two
+    /// growths (4/3 to 8/3 slots at 3/4, 2 to 4 at 1/2).
+    const fn charged_slots(self) -> usize {
+        match self {
+            MaxLoad::ThreeQuarters => 2,
+            MaxLoad::Half => 3,
+        }
+    }
 }
 
 impl<V, A: SlotAlignment> Default for FlatMap<V, A> {
@@ -124,11 +173,6 @@ impl<V: fmt::Debug, A: SlotAlignment> fmt::Debug for FlatMap<V, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
-}
-
-/// Whether a map of `capacity` slots may hold `len` entries (load at most 3/4).
-fn fits(len: usize, capacity: usize) -> bool {
-    len.saturating_mul(4) <= capacity.saturating_mul(3)
 }
 
 impl<V> FlatMap<V> {
@@ -146,18 +190,37 @@ impl<V, A: SlotAlignment> FlatMap<V, A> {
             slots: Vec::new(),
             len: 0,
             hasher,
+            max_load: MaxLoad::default(),
         }
     }
 
-    /// Bytes of one slot: what the map allocates per slot of capacity. The map holds
-    /// between 3/8 and 3/4 of its capacity once it has grown, so an entry costs 4/3 to
-    /// 8/3 slots; [`FlatMap::ENTRY_BYTES`] charges 2.
+    /// The map, growing at `max_load` from its next insert on (see [`MaxLoad`]).
+    #[must_use]
+    pub fn with_max_load(mut self, max_load: MaxLoad) -> Self {
+        self.max_load = max_load;
+        self
+    }
+
+    /// How full the map may get before it doubles.
+    pub fn max_load(&self) -> MaxLoad {
+        self.max_load
+    }
+
+    /// Bytes of one slot: what the map allocates per slot of capacity. At the default
+    /// [`MaxLoad`] the map holds between 3/8 and 3/4 of its capacity once it has grown, so
+    /// an entry costs 4/3 to 8/3 slots; [`FlatMap::ENTRY_BYTES`] charges 2.
     pub const SLOT_BYTES: usize = size_of::<Option<Slot<V, A>>>();
 
-    /// The bytes a backend charges per entry for the table itself (two slots: the mean of
-    /// the 4/3 to 8/3 slots an entry occupies between growths), key heap bytes and value
-    /// heap bytes not included.
-    pub const ENTRY_BYTES: usize = 2 * Self::SLOT_BYTES;
+    /// The bytes a backend charges per entry for the table itself at the default
+    /// [`MaxLoad`] (two slots: the mean of the 4/3 to 8/3 slots an entry occupies between
+    /// growths), key heap bytes and value heap bytes not included.
+    pub const ENTRY_BYTES: usize = Self::entry_bytes(MaxLoad::ThreeQuarters);
+
+    /// The bytes a backend charges per entry for the table itself at `max_load` (two slots
+    /// at 3/4, three at 1/2).
+    pub const fn entry_bytes(max_load: MaxLoad) -> usize {
+        max_load.charged_slots() * Self::SLOT_BYTES
+    }
 
     /// Entries in the map.
     pub fn len(&self) -> usize {
@@ -348,7 +411,7 @@ impl<V, A: SlotAlignment> FlatMap<V, A> {
     /// Puts `slot` (a key the map lacks) at `index`, the empty slot its probe ended on, or
     /// grows first and finds its slot again; returns where it went.
     fn place(&mut self, index: usize, slot: Slot<V, A>) -> usize {
-        let index = if fits(self.len + 1, self.slots.len()) {
+        let index = if self.max_load.fits(self.len + 1, self.slots.len()) {
             index
         } else {
             self.grow();
@@ -511,18 +574,18 @@ impl<V, A: SlotAlignment> FlatMap<V, A> {
         self.len = 0;
     }
 
-    /// Asks the CPU to bring the slots a key of hash `hash` most likely occupies (its home
-    /// and the slot after it) into the cache, so that a lookup a few operations later finds
-    /// them there. Only a hint: it reads nothing and changes nothing; on targets without a
-    /// prefetch instruction it does nothing.
+    /// Asks the CPU to bring the slots a key of hash `hash` most likely occupies into the
+    /// cache, so that a lookup a few operations later finds them there: its home and, at a
+    /// [`MaxLoad`] of 3/4, the slot after it. Only a hint: it reads nothing and changes
+    /// nothing; on targets without a prefetch instruction it does nothing.
     ///
-    /// Two slots, because at the load this map keeps a key is often one slot past its home
-    /// (linear probing), and a lookup that then misses the cache waits for the whole trip.
-    /// Measured (`sfstate-bench`, memory-store, alternating binaries, medians of 5): W1
-    /// 22.96M -> 23.71M events/s, W4 25.25M -> 26.98M with the second slot. A second stage
-    /// that reads the home slot a few operations later and asks for the next one only when
-    /// the home holds another key was slower (W1 24.5M -> 22.2M): the read waits for the
-    /// first stage's line.
+    /// Two slots at 3/4, because at that load a key is often one slot past its home (linear
+    /// probing), and a lookup that then misses the cache waits for the whole trip. Measured
+    /// (`sfstate-bench`, memory-store, alternating binaries, medians of 5): W1 22.96M ->
+    /// 23.71M events/s, W4 25.25M -> 26.98M with the second slot. A second stage that reads
+    /// the home slot a few operations later and asks for the next one only when the home
+    /// holds another key was slower (W1 24.5M -> 22.2M): the read waits for the first
+    /// stage's line. At 1/2 a key is mostly at home and one slot is asked for.
     #[inline]
     pub fn prefetch(&self, hash: u64) {
         let Some(mask) = self.mask() else {
@@ -530,12 +593,14 @@ impl<V, A: SlotAlignment> FlatMap<V, A> {
         };
         if let Some(home) = self.slots.get(Self::home(hash, mask)) {
             let start: *const u8 = std::ptr::from_ref(home).cast();
-            // Exactly the lines the home slot and the next span (two for cache-line-aligned
-            // slots of 64 bytes, three or four for 80-byte ones). The pointers are only
-            // computed, never dereferenced (past the last slot they point at nothing).
+            // Exactly the lines the home slot (and at 3/4 the next) span: one or two for
+            // cache-line-aligned slots of 64 bytes, up to four for 80-byte ones. The pointers
+            // are only computed, never dereferenced (past the last slot they point at
+            // nothing).
             let offset = start.addr() % CACHE_LINE;
             let mut line = start.wrapping_sub(offset);
-            let end = start.wrapping_add(2 * size_of::<Option<Slot<V, A>>>());
+            let slots = self.max_load.prefetch_slots();
+            let end = start.wrapping_add(slots * size_of::<Option<Slot<V, A>>>());
             while line < end {
                 prefetch_line(line);
                 line = line.wrapping_add(CACHE_LINE);
@@ -677,10 +742,29 @@ mod tests {
     fn assert_invariants<V>(map: &FlatMap<V>) {
         assert_eq!(map.iter().count(), map.len());
         assert!(map.capacity() == 0 || map.capacity().is_power_of_two());
-        assert!(fits(map.len(), map.capacity()));
+        assert!(map.max_load().fits(map.len(), map.capacity()));
         for (k, _) in map.iter() {
             assert!(map.probe(map.hash(k.as_bytes()), k.as_bytes()).is_ok());
         }
+    }
+
+    /// At 1/2 the map doubles before it is more than half full, and charges three slots an
+    /// entry (two at the default 3/4).
+    #[test]
+    fn half_load_map_stays_at_most_half_full() {
+        let mut map = FlatMap::new().with_max_load(MaxLoad::Half);
+        for i in 0..10_000 {
+            assert_eq!(map.insert(InlineKey::from(key(i).as_slice()), i), None);
+            assert!(2 * map.len() <= map.capacity());
+        }
+        assert_invariants(&map);
+        assert_eq!(map.capacity(), 32_768);
+        assert!((0..10_000).all(|i| map.get(&key(i)) == Some(&i)));
+        let charged = (
+            FlatMap::<[u64; 4], CacheLineAligned>::ENTRY_BYTES,
+            FlatMap::<[u64; 4], CacheLineAligned>::entry_bytes(MaxLoad::Half),
+        );
+        assert_eq!(charged, (128, 192));
     }
 
     #[test]
@@ -726,8 +810,10 @@ mod tests {
         #[test]
         fn growth_in_place_keeps_crowded_and_wrapped_runs_reachable(
             homes in prop::collection::vec((0_u64..6, 0_u64..4, any::<u16>()), 1..600),
+            half in any::<bool>(),
         ) {
-            let mut map = FlatMap::new();
+            let load = if half { MaxLoad::Half } else { MaxLoad::ThreeQuarters };
+            let mut map = FlatMap::new().with_max_load(load);
             let mut hashes = BTreeMap::new();
             for (n, &(end, bits, salt)) in homes.iter().enumerate() {
                 // Low bits at the end or the start of some capacity (8 .. 1024), high bits
@@ -834,8 +920,9 @@ mod tests {
         /// The map behaves as a `BTreeMap` over any sequence of operations (keys from a
         /// small space so that runs collide, wrap and shift).
         #[test]
-        fn behaves_as_a_map(ops in prop::collection::vec(op(), 0..400)) {
-            let mut map = FlatMap::new();
+        fn behaves_as_a_map(ops in prop::collection::vec(op(), 0..400), half in any::<bool>()) {
+            let load = if half { MaxLoad::Half } else { MaxLoad::ThreeQuarters };
+            let mut map = FlatMap::new().with_max_load(load);
             let mut model = BTreeMap::new();
             for op in ops {
                 match op {

@@ -143,7 +143,7 @@ pub use codec::{F64Codec, I64Codec, I64F64StrCodec, ValueCodec};
 pub use context::{HostKeyContext, KeyGroupScope, with_key_group};
 pub use error::{CorruptionKind, Error, Result};
 pub use flat_map::{
-    CacheLineAligned, Entry as FlatEntry, FlatMap, OccupiedEntry as FlatOccupiedEntry,
+    CacheLineAligned, Entry as FlatEntry, FlatMap, MaxLoad, OccupiedEntry as FlatOccupiedEntry,
     SlotAlignment, Unaligned, VacantEntry as FlatVacantEntry,
 };
 pub use in_place::{InPlaceChange, change_in_place};

@@ -17,8 +17,9 @@ use arrow_schema::SchemaRef;
 use foldhash::fast::RandomState;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, BundlePrefetch, CacheLineAligned, Clock, FlatMap, MemoryReservation, Result,
-    StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, BundlePrefetch, CacheLineAligned, Clock, FlatMap, MaxLoad, MemoryReservation,
+    Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset,
+    ttl_now,
 };
 
 use state_api::InlineKey as Key;
@@ -92,11 +93,17 @@ pub(crate) struct KeyedCore<C: ValueCodec> {
     stats: TableStats,
 }
 
+/// How full a group's map may get: at most half, so that a key is mostly at its home slot
+/// and one prefetched slot serves its lookup (see [`MaxLoad`]: W1 / W4 +5-7 % for half
+/// again the slots per entry).
+const GROUP_LOAD: MaxLoad = MaxLoad::Half;
+
 /// Bytes charged for an entry with a `key_len`-byte key and `heap` value heap bytes: the
-/// key's heap bytes (0 when inline), two slots of the group's map ([`FlatMap::ENTRY_BYTES`],
-/// its mean cost per entry) and the value's heap bytes.
+/// key's heap bytes (0 when inline), three slots of the group's map
+/// ([`FlatMap::entry_bytes`] at [`GROUP_LOAD`], its mean cost per entry) and the value's
+/// heap bytes.
 fn entry_size<V>(key_len: usize, heap: usize) -> usize {
-    Key::heap_bytes(key_len) + Group::<V>::ENTRY_BYTES + heap
+    Key::heap_bytes(key_len) + Group::<V>::entry_bytes(GROUP_LOAD) + heap
 }
 
 impl<C: ValueCodec> KeyedCore<C> {
@@ -178,7 +185,7 @@ impl<C: ValueCodec> KeyedCore<C> {
 /// `count` empty groups sharing `hasher`.
 fn empty_groups<V>(hasher: &RandomState, count: usize) -> Vec<Group<V>> {
     (0..count)
-        .map(|_| FlatMap::with_hasher(hasher.clone()))
+        .map(|_| FlatMap::with_hasher(hasher.clone()).with_max_load(GROUP_LOAD))
         .collect()
 }
 
