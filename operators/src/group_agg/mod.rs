@@ -354,36 +354,50 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 continue;
             };
             rows.read_into(first, &mut first_values)?;
-            let existing = self.acc.get(*kg, key)?.cloned();
-            let first_row = existing.is_none();
-            if first_row {
-                // Leading retractions of a key without state are dropped.
-                let skip = members
-                    .iter()
-                    .take_while(|&&i| kinds.get(i).is_some_and(|k| !is_accumulate(*k)))
-                    .count();
-                members = members.get(skip..).unwrap_or_default();
-                if members.is_empty() {
-                    continue;
+            let Self {
+                acc: table,
+                companions,
+                plan,
+                ..
+            } = self;
+            // The key's rows applied to an accumulator in order, its node values before and
+            // after kept; whether the group's count is zero after them.
+            let mut apply = |state: &mut Row, members: &[usize]| -> Result<bool> {
+                acc::values_into(plan, state, &mut prev);
+                for &i in members {
+                    let Some(kind) = kinds.get(i) else {
+                        continue;
+                    };
+                    rows.read_into(i, &mut row)?;
+                    let accumulate = is_accumulate(*kind);
+                    acc::with_companion(companions, *kg, key, |c| {
+                        acc::apply_row(plan, state, &row, accumulate, c, &mut key_buf)
+                    })?;
                 }
-            }
-            let mut state = existing.unwrap_or_else(|| acc::create(&self.plan));
-            acc::values_into(&self.plan, &state, &mut prev);
-            for &i in members {
-                let Some(kind) = kinds.get(i) else {
-                    continue;
+                acc::values_into(plan, state, &mut new);
+                Ok(acc::count_is_zero(plan, state))
+            };
+            // The group's accumulator is changed where the store keeps it; a new group's,
+            // its leading retractions dropped, is created, changed and put.
+            let (first_row, zero) =
+                if let Some(zero) = table.update(*kg, key, |state| apply(state, members))? {
+                    (false, zero?)
+                } else {
+                    let skip = members
+                        .iter()
+                        .take_while(|&&i| kinds.get(i).is_some_and(|k| !is_accumulate(*k)))
+                        .count();
+                    members = members.get(skip..).unwrap_or_default();
+                    if members.is_empty() {
+                        continue;
+                    }
+                    let mut state = acc::create(plan);
+                    let zero = apply(&mut state, members)?;
+                    if !zero {
+                        table.put(*kg, key, state)?;
+                    }
+                    (true, zero)
                 };
-                rows.read_into(i, &mut row)?;
-                let accumulate = is_accumulate(*kind);
-                acc::with_companion(&mut self.companions, *kg, key, |c| {
-                    acc::apply_row(&self.plan, &mut state, &row, accumulate, c, &mut key_buf)
-                })?;
-            }
-            acc::values_into(&self.plan, &state, &mut new);
-            let zero = acc::count_is_zero(&self.plan, &state);
-            if !zero {
-                self.acc.put(*kg, key, state)?;
-            }
             self.finish_key(out, *kg, key, &first_values, first_row, zero, &prev, &new)?;
         }
         Ok(())
