@@ -59,7 +59,6 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
 mod checkout;
-mod in_place;
 mod map;
 mod native;
 mod store;

@@ -320,6 +320,17 @@ impl KeyEncoder {
         cell: impl Fn(usize) -> Option<ScalarRef<'v>>,
         out: &mut Vec<u8>,
     ) -> Result<KeyGroup> {
+        out.clear();
+        self.append_with(cell, out)
+    }
+
+    /// [`encode_with`](Self::encode_with) appending the key to `out` instead of replacing
+    /// it.
+    fn append_with<'v>(
+        &mut self,
+        cell: impl Fn(usize) -> Option<ScalarRef<'v>>,
+        out: &mut Vec<u8>,
+    ) -> Result<KeyGroup> {
         let cells = self.columns.iter().map(|&c| cell(c));
         write_row(
             &mut self.writer,
@@ -328,7 +339,6 @@ impl KeyEncoder {
             cells,
             NullEncoding::KeySelector,
         )?;
-        out.clear();
         RowDataSerializer.serialize(self.writer.row(), out)?;
         Ok(self.writer.key_group(self.max_parallelism))
     }
@@ -362,11 +372,9 @@ impl KeyEncoder {
             arena: Vec::new(),
             spans: Vec::with_capacity(rows.len()),
         };
-        let mut scratch = Vec::new();
         for row in 0..rows.len() {
-            let kg = self.encode_cells(rows, row, &mut scratch)?;
             let start = keys.arena.len();
-            keys.arena.extend_from_slice(&scratch);
+            let kg = self.append_with(|c| rows.cell(c, row), &mut keys.arena)?;
             keys.spans.push((kg, start..keys.arena.len()));
         }
         Ok(keys)

@@ -592,19 +592,11 @@ impl<V, A: SlotAlignment> FlatMap<V, A> {
             return;
         };
         if let Some(home) = self.slots.get(Self::home(hash, mask)) {
-            let start: *const u8 = std::ptr::from_ref(home).cast();
             // Exactly the lines the home slot (and at 3/4 the next) span: one or two for
-            // cache-line-aligned slots of 64 bytes, up to four for 80-byte ones. The pointers
-            // are only computed, never dereferenced (past the last slot they point at
-            // nothing).
-            let offset = start.addr() % CACHE_LINE;
-            let mut line = start.wrapping_sub(offset);
-            let slots = self.max_load.prefetch_slots();
-            let end = start.wrapping_add(slots * size_of::<Option<Slot<V, A>>>());
-            while line < end {
-                prefetch_line(line);
-                line = line.wrapping_add(CACHE_LINE);
-            }
+            // cache-line-aligned slots of 64 bytes, up to four for 80-byte ones (past the
+            // last slot the lines hold nothing; a prefetch never faults).
+            let bytes = self.max_load.prefetch_slots() * Self::SLOT_BYTES;
+            prefetch_bytes(std::ptr::from_ref(home).cast(), bytes, usize::MAX);
         }
     }
 }

@@ -93,13 +93,12 @@ impl<V, R> InPlaceChange<V, R> {
     /// growth; `value` (the value the change was made to) is then put back from the copy,
     /// as it was, and the reservation is unchanged.
     pub fn charge(self, reservation: &mut MemoryReservation, value: &mut V) -> Result<R> {
-        if let Err(refused) = reservation.try_grow(self.growth()) {
+        if let Err(refused) = reservation.try_replace(self.heap_before, self.heap_after) {
             if let Some(copy) = self.copy {
                 *value = copy;
             }
             return Err(refused);
         }
-        reservation.shrink(self.shrinkage());
         Ok(self.output)
     }
 

@@ -244,6 +244,21 @@ impl MemoryReservation {
         }
     }
 
+    /// Holds `new - old` bytes more, or returns `old - new` (nothing when they are equal):
+    /// the change when something of `old` bytes is replaced by something of `new`.
+    ///
+    /// # Errors
+    /// [`Error::MemoryExhausted`] when growing fails; the reservation is unchanged.
+    #[inline]
+    pub fn try_replace(&mut self, old: usize, new: usize) -> Result<()> {
+        if new > old {
+            self.try_grow(new - old)
+        } else {
+            self.shrink(old - new);
+            Ok(())
+        }
+    }
+
     /// Grows or shrinks to exactly `bytes`.
     ///
     /// # Errors

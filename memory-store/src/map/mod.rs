@@ -25,8 +25,6 @@ use state_api::{
     ttl_now, ttl_read, ttl_scan_visible,
 };
 
-use crate::in_place::reserve_replacement;
-
 /// Bookkeeping bytes charged per entry on top of key, entry and value heap bytes (the
 /// slack of its prefix's vector or B-tree node). Each prefix in use is charged
 /// [`PrefixMap::PREFIX_BYTES`] besides.
@@ -270,7 +268,7 @@ fn overwrite<C: ValueCodec>(
     entry: &mut Entry<C::Value>,
     value: C::Value,
 ) -> Result<()> {
-    reserve_replacement(codec, reservation, &entry.value, &value)?;
+    reservation.try_replace(codec.heap_size(&entry.value), codec.heap_size(&value))?;
     entry.live = true;
     entry.value = value;
     Ok(())

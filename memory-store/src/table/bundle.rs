@@ -8,7 +8,6 @@ use state_api::{
 
 use super::sweep::Tombstones;
 use super::{Entry, KeyedCore, LIVE, entry_size, is_live, mark_dirty};
-use crate::in_place::reserve_replacement;
 
 impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
     type Codec = C;
@@ -294,7 +293,7 @@ fn overwrite<C: ValueCodec>(
     (word, entry): (&mut u32, &mut Entry<C::Value>),
     value: C::Value,
 ) -> Result<()> {
-    reserve_replacement(codec, reservation, &entry.value, &value)?;
+    reservation.try_replace(codec.heap_size(&entry.value), codec.heap_size(&value))?;
     if !is_live(*word) {
         *word |= LIVE;
         if let Some(count) = tombstones.get_mut(index) {

@@ -248,6 +248,22 @@ pub(crate) fn value_of(p: &Phys, acc: &[Scalar]) -> Scalar {
     }
 }
 
+/// Runs `change` on the accumulator `acc` with its node values before the change in `prev`
+/// and after it in `new`; returns whether the group's count is zero after it (the group
+/// then retracts and leaves the state).
+pub(crate) fn change_observed(
+    plan: &Plan,
+    acc: &mut Row,
+    prev: &mut Vec<Scalar>,
+    new: &mut Vec<Scalar>,
+    change: impl FnOnce(&mut Row) -> Result<()>,
+) -> Result<bool> {
+    values_into(plan, acc, prev);
+    change(acc)?;
+    values_into(plan, acc, new);
+    Ok(count_is_zero(plan, acc))
+}
+
 /// Whether the record counter is zero (Flink's `RetractionRecordCounter`); never for
 /// insert-only input (`AccumulationRecordCounter`: the accumulator exists).
 pub(crate) fn count_is_zero(plan: &Plan, acc: &[Scalar]) -> bool {

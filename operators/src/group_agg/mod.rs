@@ -235,15 +235,13 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 plan,
                 ..
             } = self;
-            // The row applied to an accumulator, its node values before and after kept;
-            // whether the group's count is zero after it.
-            let mut step = |acc: &mut Row| -> Result<bool> {
-                acc::values_into(plan, acc, &mut prev);
-                acc::with_companion(companions, *kg, key, |c| {
-                    acc::apply_row(plan, acc, row, accumulate, c, &mut key_buf)
-                })?;
-                acc::values_into(plan, acc, &mut new);
-                Ok(acc::count_is_zero(plan, acc))
+            // The row applied to an accumulator (`acc::change_observed`).
+            let mut step = |acc: &mut Row| {
+                acc::change_observed(plan, acc, &mut prev, &mut new, |acc| {
+                    acc::with_companion(companions, *kg, key, |c| {
+                        acc::apply_row(plan, acc, row, accumulate, c, &mut key_buf)
+                    })
+                })
             };
             let (first_row, zero) = match table.update(*kg, key, &mut step)? {
                 Some(zero) => (false, zero?),
@@ -309,15 +307,13 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 plan,
                 ..
             } = self;
-            // The local accumulator merged into the group's, its node values before and
-            // after kept; whether the group's count is zero after it.
-            let mut merge = |state: &mut Row| -> Result<bool> {
-                acc::values_into(plan, state, &mut prev);
-                acc::with_companion(companions, *kg, key, |c| {
-                    acc::merge(plan, state, &local, &local_companion, c, &mut key_buf)
-                })?;
-                acc::values_into(plan, state, &mut new);
-                Ok(acc::count_is_zero(plan, state))
+            // The local accumulator merged into the group's (`acc::change_observed`).
+            let mut merge = |state: &mut Row| {
+                acc::change_observed(plan, state, &mut prev, &mut new, |state| {
+                    acc::with_companion(companions, *kg, key, |c| {
+                        acc::merge(plan, state, &local, &local_companion, c, &mut key_buf)
+                    })
+                })
             };
             // The group's accumulator is merged into where the store keeps it; a new
             // group's is created, merged into and put.
@@ -360,22 +356,21 @@ impl<S: MapStateStore> GroupAggregate<S> {
                 plan,
                 ..
             } = self;
-            // The key's rows applied to an accumulator in order, its node values before and
-            // after kept; whether the group's count is zero after them.
-            let mut apply = |state: &mut Row, members: &[usize]| -> Result<bool> {
-                acc::values_into(plan, state, &mut prev);
-                for &i in members {
-                    let Some(kind) = kinds.get(i) else {
-                        continue;
-                    };
-                    rows.read_into(i, &mut row)?;
-                    let accumulate = is_accumulate(*kind);
-                    acc::with_companion(companions, *kg, key, |c| {
-                        acc::apply_row(plan, state, &row, accumulate, c, &mut key_buf)
-                    })?;
-                }
-                acc::values_into(plan, state, &mut new);
-                Ok(acc::count_is_zero(plan, state))
+            // The key's rows applied to an accumulator in order (`acc::change_observed`).
+            let mut apply = |state: &mut Row, members: &[usize]| {
+                acc::change_observed(plan, state, &mut prev, &mut new, |state| {
+                    for &i in members {
+                        let Some(kind) = kinds.get(i) else {
+                            continue;
+                        };
+                        rows.read_into(i, &mut row)?;
+                        let accumulate = is_accumulate(*kind);
+                        acc::with_companion(companions, *kg, key, |c| {
+                            acc::apply_row(plan, state, &row, accumulate, c, &mut key_buf)
+                        })?;
+                    }
+                    Ok(())
+                })
             };
             // The group's accumulator is changed where the store keeps it; a new group's,
             // its leading retractions dropped, is created, changed and put.
