@@ -22,7 +22,9 @@ USAGE: sfstate-bench [OPTIONS]
 
   --workload LIST      w1,w2,w3,w4 (default: all); w2, w3 on the operators crate
   --backend LIST       typed,memory (default: both)
-  --parallelism LIST   1,2 (default: both); events routed by key group, one thread per subtask
+  --parallelism LIST   1,2 (default: both); events routed by key group to one store per subtask
+  --workers N          W1 / W4: threads running the source and the subtasks (default: one per
+                       core, at most parallelism + 1; parallelism + 1 gives each its own thread)
   --per-record on|off  also run typed-store per record at parallelism 1, W1 and W4 (default: on)
   --events N           events (default 2000000; W3 runs N/10; the issue's checksums apply at the default)
   --keys K             distinct keys (default 100000)
@@ -80,6 +82,8 @@ pub struct Options {
     pub memtable_bloom: Option<f64>,
     /// typed-store memtable sequential insert hint, `None` for the slot's default.
     pub insert_hint: Option<bool>,
+    /// W1 / W4 worker threads, `None` for one per core (at most parallelism + 1).
+    pub workers: Option<usize>,
     /// Untimed runs of each run before its timed one (checked like it, not reported).
     pub warmup: u32,
     /// JSON output.
@@ -114,6 +118,7 @@ impl Default for Options {
             write_behind_mib: None,
             memtable_bloom: None,
             insert_hint: None,
+            workers: None,
             warmup: 0,
             json: false,
             dir: std::env::temp_dir(),
@@ -212,6 +217,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> BenchResult<Option<Optio
                 };
             }
             "--warmup" => o.warmup = number("--warmup", args.next())?,
+            "--workers" => match number("--workers", args.next())? {
+                0 => return Err(usage("--workers must be positive")),
+                n => o.workers = Some(n),
+            },
             "--quick" => {
                 o.events = 50_000;
                 o.keys = 2_000;
@@ -290,6 +299,7 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
             mode,
             dir: options.dir.clone(),
             progress,
+            workers: options.workers,
         };
         for &p in &options.parallelisms {
             if options.typed {
@@ -448,6 +458,12 @@ mod tests {
             .unwrap();
         assert_eq!(o.warmup, 2);
         assert!(parse(["--warmup".to_owned(), "x".to_owned()]).is_err());
+        assert_eq!(o.workers, None);
+        let o = parse(["--workers".to_owned(), "3".to_owned()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.workers, Some(3));
+        assert!(parse(["--workers".to_owned(), "0".to_owned()]).is_err());
         assert!(parse(["--bogus".to_owned()]).is_err());
         assert!(parse(["--help".to_owned()]).unwrap().is_none());
     }

@@ -1,6 +1,7 @@
 //! One end-to-end run: a workload's events through an operator over a backend's keyed table
-//! at parallelism 1 or 2 (one source thread routing the events by key group to one thread
-//! per subtask, as Flink's harness runs one source subtask and `keyBy`; see `source.rs`),
+//! at parallelism 1 or 2 (one source routing the events by key group to the subtasks, as
+//! Flink's harness runs one source subtask and `keyBy`; see `source.rs`; the source and the
+//! subtasks run on one worker thread per core, see `pipeline.rs`),
 //! then the final table, a canonical snapshot, and a restore onto 3 subtasks that is
 //! verified.
 
@@ -22,7 +23,8 @@ use state_api::{
 
 use crate::backend::{Backend, dir_bytes};
 use crate::error::{BenchError, BenchResult};
-use crate::source::{self, Inlet, SourceTimes};
+use crate::pipeline::{self, Stream};
+use crate::source::Bundle;
 use crate::workload::{Changelog, FinalTable};
 use crate::workloads::{Operator, WorkloadId, issue_expected, reference};
 
@@ -74,6 +76,9 @@ pub struct RunSpec {
     pub dir: PathBuf,
     /// Draw a progress bar.
     pub progress: bool,
+    /// W1 / W4: worker threads running the source and the subtasks (`None`: one per core,
+    /// at most one per task; see `pipeline.rs`).
+    pub workers: Option<usize>,
 }
 
 /// What one run measured.
@@ -148,8 +153,8 @@ impl RunReport {
 /// Where a subtask's wall time went (bundled mode; per record everything is `process`).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Phases {
-    /// Generating events, building key rows and key groups, routing (W1 / W4: the source
-    /// thread's, beside the subtasks; W2 / W3: each subtask's own).
+    /// Generating events, building key rows and key groups, routing (W1 / W4: the source's,
+    /// beside the subtasks; W2 / W3: each subtask's own).
     pub generate_ms: f64,
     /// `begin_bundle`: naming the bundle's keys, finding misses, the batched read, decoding
     /// (hydration).
@@ -161,11 +166,11 @@ pub struct Phases {
     /// W2 / W3: the checksum sink reading the operator's output batches (W1 / W4 sum
     /// their rows inside `process_ms`).
     pub sink_ms: f64,
-    /// CPU time of the subtask threads and (W1 / W4) the source thread
-    /// (`/proc/thread-self/schedstat`), robust to a loaded machine where wall time is not.
+    /// CPU time of the threads that ran the run (W1 / W4: the workers running the source
+    /// and the subtasks; W2 / W3: the subtask threads), from `CLOCK_THREAD_CPUTIME_ID`, robust to a loaded machine where wall time is not.
     pub cpu_ms: f64,
-    /// CPU time per phase (generate: the source thread; begin, process, commit: the subtask
-    /// threads), measured per bundle in the bundled W1 / W4 runs (zeros elsewhere): the
+    /// CPU time per phase (generate: the source's; begin, process, commit: the subtasks'),
+    /// measured per bundle in the bundled W1 / W4 runs (zeros elsewhere): the
     /// per-event cost breakdown that a loaded machine does not distort.
     pub cpu_split_ms: [f64; 4],
 }
@@ -184,16 +189,14 @@ impl Phases {
     }
 }
 
-/// CPU time of the calling thread in milliseconds (0 where `/proc` does not say).
+/// CPU time of the calling thread in milliseconds: `clock_gettime(CLOCK_THREAD_CPUTIME_ID)`,
+/// one system call (the W1 / W4 subtasks read it four times per bundle; reading
+/// `/proc/thread-self/schedstat` instead cost ~4 us a read, a few percent of a W1 run).
 pub(crate) fn thread_cpu_ms() -> f64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map_or(0.0, |ns| Duration::from_nanos(ns).as_secs_f64() * 1e3)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    #[expect(clippy::cast_precision_loss, reason = "a duration for display")]
+    let ms = t.tv_sec as f64 * 1e3 + t.tv_nsec as f64 / 1e6;
+    ms
 }
 
 /// Writes the BIGINT key row of `key` (kind INSERT, Flink's key-selector form) and returns
@@ -217,80 +220,74 @@ pub(crate) fn owner_of(owners: &[i32], kg: KeyGroup) -> i32 {
     owners.get(kg.index()).copied().unwrap_or(-1)
 }
 
-/// Runs the bundles `inlet` brings through `O`: per bundle one `begin_bundle` naming its
-/// keys, [`Operator::apply`] per event (W1 one upsert, W4 a get and, on a new winner, a
-/// put), one commit.
-fn run_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
-    table: &mut T,
-    inlet: &Inlet,
-) -> BenchResult<(Changelog, Phases)> {
-    let mut phases = Phases::default();
-    let cpu_start = thread_cpu_ms();
-    let mut out = Changelog::default();
-    while let Some(bundle) = inlet.next() {
-        let t1 = Instant::now();
-        let c1 = thread_cpu_ms();
-        let named: Vec<(KeyGroup, &[u8])> = bundle
-            .events
-            .iter()
-            .map(|e| (e.key_group, bundle.row(e)))
-            .collect();
-        table.begin_bundle(&named)?;
-        let t2 = Instant::now();
-        let c2 = thread_cpu_ms();
-        for e in &bundle.events {
-            O::apply(
-                table,
-                e.key_group,
-                bundle.row(e),
-                (e.i, e.key, e.value),
-                &mut out,
-            )?;
-        }
-        let t3 = Instant::now();
-        let c3 = thread_cpu_ms();
-        table.commit_bundle()?;
-        let t4 = Instant::now();
-        let c4 = thread_cpu_ms();
-        for (phase, cpu) in phases.cpu_split_ms[1..]
-            .iter_mut()
-            .zip([c2 - c1, c3 - c2, c4 - c3])
-        {
-            *phase += cpu;
-        }
-        phases.begin_ms += millis(t2 - t1);
-        phases.process_ms += millis(t3 - t2);
-        phases.commit_ms += millis(t4 - t3);
-        inlet.give_back(bundle);
-    }
-    phases.cpu_ms = thread_cpu_ms() - cpu_start;
-    Ok((out, phases))
+/// One subtask of a W1 / W4 run: its table, its output, where its time went.
+struct Subtask<'t, T> {
+    table: &'t mut T,
+    out: Changelog,
+    phases: Phases,
 }
 
-/// Runs the events `inlet` brings one per bundle (one get, one put).
-fn run_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
-    table: &mut T,
-    inlet: &Inlet,
-) -> BenchResult<(Changelog, Phases)> {
-    let mut out = Changelog::default();
-    let mut phases = Phases::default();
-    let cpu_start = thread_cpu_ms();
-    while let Some(bundle) = inlet.next() {
-        let started = Instant::now();
-        for e in &bundle.events {
-            let row = bundle.row(e);
-            table.begin_bundle(&[(e.key_group, row)])?;
-            let state = table.get(e.key_group, row)?.copied();
-            if let Some(next) = O::on_event(e.i, e.key, e.value, state.as_ref(), &mut out) {
-                table.put(e.key_group, row, next)?;
-            }
-            table.commit_bundle()?;
-        }
-        phases.process_ms += millis(started.elapsed());
-        inlet.give_back(bundle);
+/// Runs one bundle through `O`: one `begin_bundle` naming its keys, [`Operator::apply`] per
+/// event (W1 one upsert, W4 a get and, on a new winner, a put), one commit.
+fn process_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
+    subtask: &mut Subtask<'_, T>,
+    bundle: &Bundle,
+) -> BenchResult<()> {
+    let Subtask { table, out, phases } = subtask;
+    let t1 = Instant::now();
+    let c1 = thread_cpu_ms();
+    let named: Vec<(KeyGroup, &[u8])> = bundle
+        .events
+        .iter()
+        .map(|e| (e.key_group, bundle.row(e)))
+        .collect();
+    table.begin_bundle(&named)?;
+    let t2 = Instant::now();
+    let c2 = thread_cpu_ms();
+    for e in &bundle.events {
+        O::apply(
+            *table,
+            e.key_group,
+            bundle.row(e),
+            (e.i, e.key, e.value),
+            out,
+        )?;
     }
-    phases.cpu_ms = thread_cpu_ms() - cpu_start;
-    Ok((out, phases))
+    let t3 = Instant::now();
+    let c3 = thread_cpu_ms();
+    table.commit_bundle()?;
+    let t4 = Instant::now();
+    let c4 = thread_cpu_ms();
+    for (phase, cpu) in phases.cpu_split_ms[1..]
+        .iter_mut()
+        .zip([c2 - c1, c3 - c2, c4 - c3])
+    {
+        *phase += cpu;
+    }
+    phases.begin_ms += millis(t2 - t1);
+    phases.process_ms += millis(t3 - t2);
+    phases.commit_ms += millis(t4 - t3);
+    Ok(())
+}
+
+/// Runs a bundle's events one per bundle (one get, one put), Flink's access pattern.
+fn process_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
+    subtask: &mut Subtask<'_, T>,
+    bundle: &Bundle,
+) -> BenchResult<()> {
+    let Subtask { table, out, phases } = subtask;
+    let started = Instant::now();
+    for e in &bundle.events {
+        let row = bundle.row(e);
+        table.begin_bundle(&[(e.key_group, row)])?;
+        let state = table.get(e.key_group, row)?.copied();
+        if let Some(next) = O::on_event(e.i, e.key, e.value, state.as_ref(), out) {
+            table.put(e.key_group, row, next)?;
+        }
+        table.commit_bundle()?;
+    }
+    phases.process_ms += millis(started.elapsed());
+    Ok(())
 }
 
 /// The final table held by `table`: its committed state, key group by key group.
@@ -469,33 +466,36 @@ where
 
     reset_peak_rss();
     let started = Instant::now();
-    let (outlets, inlets) = source::channels(subtasks.tables.len());
-    let (source_times, results): (BenchResult<SourceTimes>, Vec<_>) = std::thread::scope(|scope| {
-        let handles: Vec<_> = subtasks
-            .tables
-            .iter_mut()
-            .zip(inlets)
-            .map(|(table, inlet)| {
-                scope.spawn(move || match spec.mode {
-                    Mode::Bundled => run_bundled::<O, _>(table, &inlet),
-                    Mode::PerRecord => run_per_record::<O, _>(table, &inlet),
-                })
-            })
-            .collect();
-        let source = source::run_source(
-            outlets,
-            spec.events,
-            spec.keys,
-            spec.bundle,
-            &owners,
-            progress.as_ref(),
-        );
-        let results: Vec<BenchResult<(Changelog, Phases)>> = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Err(BenchError::Thread)))
-            .collect();
-        (source, results)
-    });
+    let workers = spec
+        .workers
+        .unwrap_or_else(|| pipeline::default_workers(subtasks.tables.len()));
+    let stream = Stream {
+        events: spec.events,
+        keys: spec.keys,
+        bundle: spec.bundle,
+        owners: &owners,
+    };
+    let mut running: Vec<Subtask<'_, _>> = subtasks
+        .tables
+        .iter_mut()
+        .map(|table| Subtask {
+            table,
+            out: Changelog::default(),
+            phases: Phases::default(),
+        })
+        .collect();
+    let pool = pipeline::run(
+        stream,
+        &mut running,
+        workers,
+        progress.as_ref(),
+        match spec.mode {
+            Mode::Bundled => &process_bundled::<O, _>,
+            Mode::PerRecord => &process_per_record::<O, _>,
+        },
+    );
+    let results: Vec<(Changelog, Phases)> =
+        running.into_iter().map(|s| (s.out, s.phases)).collect();
     // Part of the timed run: every committed write reaches the store's state (each
     // subtask's store on its own thread, as the subtasks ran).
     crate::backend::finish_all(backend, &mut subtasks.stores)?;
@@ -504,19 +504,18 @@ where
     if let Some(bar) = &progress {
         bar.finish_and_clear();
     }
+    // A subtask's error explains a source that could not go on: it is the one reported.
+    let pool = pool?;
     let mut out = Changelog::default();
     let mut phases = Phases::default();
-    for result in results {
-        let (changelog, subtask) = result?;
-        out.merge(&changelog);
-        phases.add(&subtask);
+    for (changelog, subtask) in &results {
+        out.merge(changelog);
+        phases.add(subtask);
     }
-    // A subtask's error explains a source that could not send: report it first.
-    let source_times = source_times?;
-    phases.generate_ms = source_times.generate_ms;
-    phases.cpu_ms += source_times.cpu_ms;
+    phases.generate_ms = pool.generate_ms;
+    phases.cpu_ms = pool.cpu_ms;
     if spec.mode == Mode::Bundled {
-        phases.cpu_split_ms[0] = source_times.cpu_ms;
+        phases.cpu_split_ms[0] = pool.generate_cpu_ms;
     }
 
     // The final table, from the committed state of every subtask.

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod e2e;
 pub mod error;
 pub mod operator_runs;
+mod pipeline;
 mod source;
 pub mod workload;
 pub mod workloads;
