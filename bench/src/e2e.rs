@@ -239,19 +239,13 @@ fn process_bundled<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     let named: Vec<(KeyGroup, &[u8])> = bundle
         .events
         .iter()
-        .map(|e| (e.key_group, bundle.row(e)))
+        .map(|e| (e.key_group, &e.row[..]))
         .collect();
     table.begin_bundle(&named)?;
     let t2 = Instant::now();
     let c2 = thread_cpu_ms();
     for e in &bundle.events {
-        O::apply(
-            *table,
-            e.key_group,
-            bundle.row(e),
-            (e.i, e.key, e.value),
-            out,
-        )?;
+        O::apply(*table, e.key_group, &e.row, (e.i, e.key, e.value), out)?;
     }
     let t3 = Instant::now();
     let c3 = thread_cpu_ms();
@@ -278,7 +272,7 @@ fn process_per_record<O: Operator, T: KeyedTable<Codec = O::Codec>>(
     let Subtask { table, out, phases } = subtask;
     let started = Instant::now();
     for e in &bundle.events {
-        let row = bundle.row(e);
+        let row = &e.row[..];
         table.begin_bundle(&[(e.key_group, row)])?;
         let state = table.get(e.key_group, row)?.copied();
         if let Some(next) = O::on_event(e.i, e.key, e.value, state.as_ref(), out) {
