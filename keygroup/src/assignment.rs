@@ -76,6 +76,7 @@ impl MaxParallelism {
     ///
     /// # Errors
     /// [`Error::KeyGroupOutOfRange`] otherwise.
+    #[inline]
     pub fn key_group(self, key_group: i32) -> Result<KeyGroup> {
         if (0..self.value).contains(&key_group) {
             Ok(KeyGroup(key_group))
@@ -185,6 +186,7 @@ impl KeyGroup {
     }
 
     /// The key-group id as an index (e.g. into a per-key-group table).
+    #[inline]
     pub fn index(self) -> usize {
         // Lossless: the invariant says 0 <= self.0 <= i32::MAX.
         usize::try_from(self.0).unwrap_or_default()

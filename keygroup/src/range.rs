@@ -70,31 +70,37 @@ impl KeyGroupRange {
     }
 
     /// `getStartKeyGroup()`: the first key group (0 for the empty range).
+    #[inline]
     pub fn start(self) -> i32 {
         self.start
     }
 
     /// `getEndKeyGroup()`: the last key group, inclusive (-1 for the empty range).
+    #[inline]
     pub fn end(self) -> i32 {
         self.end
     }
 
     /// `getNumberOfKeyGroups()`: `1 + end - start` (0 for the empty range).
+    #[inline]
     pub fn number_of_key_groups(self) -> i32 {
         self.end - self.start + 1
     }
 
     /// The number of key groups as a `usize`.
+    #[inline]
     pub fn len(self) -> usize {
         usize::try_from(self.number_of_key_groups()).unwrap_or_default()
     }
 
     /// Whether the range holds no key group.
+    #[inline]
     pub fn is_empty(self) -> bool {
         self.start > self.end
     }
 
     /// `contains(keyGroup)`: `start <= key_group <= end`.
+    #[inline]
     pub fn contains(self, key_group: KeyGroup) -> bool {
         (self.start..=self.end).contains(&key_group.get())
     }
