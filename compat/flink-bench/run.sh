@@ -156,7 +156,7 @@ pairs = {"typed": "rocksdb", "memory": "hashmap"}
 def spread(xs):
     return f"{min(xs):.0f}-{max(xs):.0f}"
 print("medians of the timed runs; wall = events/s (sfstate: event processing, Flink: job net runtime);"
-      " cpu = events per CPU second (sfstate: subtask threads and, W1 / W4, the source thread; Flink: whole JVM)")
+      " cpu = events per CPU second (sfstate: the threads running the source and subtasks; Flink: whole JVM)")
 print(f"{'wl':3} {'p':>2} {'sfstate':16} {'events/s':>10} {'(range)':>17} {'flink':8} {'events/s':>9} {'(range)':>15}"
       f" {'wall':>7} {'cpu':>7}  {'load1 seen':>11}  checks")
 for w in sorted({r["workload"] for r in ours}):
