@@ -46,22 +46,29 @@ pub trait Backend: Sync {
     }
 }
 
-/// [`Backend::finish`] of every store, each on its own thread.
+/// [`Backend::finish`] of every store, each on its own thread; returns the CPU time of
+/// those threads in milliseconds (part of a run's CPU time: the last flush is the run's work).
 ///
 /// # Errors
 /// The first store's failure.
-pub fn finish_all<B: Backend>(backend: &B, stores: &mut [B::Store]) -> BenchResult<()> {
+pub fn finish_all<B: Backend>(backend: &B, stores: &mut [B::Store]) -> BenchResult<f64> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = stores
             .iter_mut()
-            .map(|store| scope.spawn(move || backend.finish(store)))
+            .map(|store| {
+                scope.spawn(move || {
+                    let started = crate::e2e::thread_cpu_ms();
+                    backend
+                        .finish(store)
+                        .map(|()| crate::e2e::thread_cpu_ms() - started)
+                })
+            })
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or(Err(crate::error::BenchError::Thread)))
-            .collect::<BenchResult<Vec<()>>>()
-    })?;
-    Ok(())
+            .sum::<BenchResult<f64>>()
+    })
 }
 
 #[cfg(feature = "typed")]

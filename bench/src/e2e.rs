@@ -167,7 +167,9 @@ pub struct Phases {
     /// their rows inside `process_ms`).
     pub sink_ms: f64,
     /// CPU time of the threads that ran the run (W1 / W4: the workers running the source
-    /// and the subtasks; W2 / W3: the subtask threads), from `CLOCK_THREAD_CPUTIME_ID`, robust to a loaded machine where wall time is not.
+    /// and the subtasks; W2 / W3: the subtask threads) and of the stores' last flush
+    /// ([`Backend::finish`](crate::backend::Backend::finish)), from
+    /// `CLOCK_THREAD_CPUTIME_ID`, robust to a loaded machine where wall time is not.
     pub cpu_ms: f64,
     /// CPU time per phase (generate: the source's; begin, process, commit: the subtasks'),
     /// measured per bundle in the bundled W1 / W4 runs (zeros elsewhere): the
@@ -526,7 +528,7 @@ where
         running.into_iter().map(|s| (s.out, s.phases)).collect();
     // Part of the timed run: every committed write reaches the store's state (each
     // subtask's store on its own thread, as the subtasks ran).
-    crate::backend::finish_all(backend, &mut subtasks.stores)?;
+    let finish_cpu_ms = crate::backend::finish_all(backend, &mut subtasks.stores)?;
     let elapsed = started.elapsed();
     let peak_rss_bytes = peak_rss();
     if let Some(bar) = &progress {
@@ -541,7 +543,7 @@ where
         phases.add(subtask);
     }
     phases.generate_ms = pool.generate_ms;
-    phases.cpu_ms = pool.cpu_ms;
+    phases.cpu_ms = pool.cpu_ms + finish_cpu_ms;
     if spec.mode == Mode::Bundled {
         phases.cpu_split_ms[0] = pool.generate_cpu_ms;
     }

@@ -598,7 +598,7 @@ where
     });
     // Part of the timed run: every committed write reaches the store's state (each
     // subtask's store on its own thread, as the subtasks ran).
-    crate::backend::finish_all(backend, &mut stores)?;
+    let finish_cpu_ms = crate::backend::finish_all(backend, &mut stores)?;
     let elapsed = started.elapsed();
     let peak_rss_bytes = peak_rss();
     if let Some(bar) = &progress {
@@ -613,6 +613,7 @@ where
         final_table.merge(&sink.final_table(workload));
         phases.add(&subtask);
     }
+    phases.cpu_ms += finish_cpu_ms;
     let pool_bytes = stores
         .iter()
         .map(|s| s.config().memory_pool().used() as u64)
