@@ -273,15 +273,7 @@ pub fn run_all(options: &Options) -> BenchResult<Vec<RunReport>> {
     let progress = options.progress && !options.json && std::io::stderr().is_terminal();
     let mut reports = Vec::new();
     if !options.json {
-        println!(
-            "events {} (W3: {}) keys {} bundle {} (mini-batch off; W2 mini-batch {}), max parallelism 128, typed-store slot {} MiB",
-            options.events,
-            crate::operator_runs::join_events(options.events),
-            options.keys,
-            options.bundle,
-            options.mini_batch,
-            options.slot_mib
-        );
+        println!("{}", preamble(options));
         println!("{}", header());
     }
     for &workload in &options.workloads {
@@ -370,6 +362,23 @@ fn mib(bytes: u64) -> String {
     #[expect(clippy::cast_precision_loss, reason = "display")]
     let m = bytes as f64 / f64::from(1 << 20);
     format!("{m:.1}")
+}
+
+/// The line above the table: sizes and layout shared by every run.
+fn preamble(options: &Options) -> String {
+    format!(
+        "events {} (W3: {}) keys {} bundle {} (mini-batch off; W2 mini-batch {}), max parallelism 128, typed-store slot {} MiB, W1 / W4 on {} worker threads",
+        options.events,
+        crate::operator_runs::join_events(options.events),
+        options.keys,
+        options.bundle,
+        options.mini_batch,
+        options.slot_mib,
+        options.workers.map_or_else(
+            || "min(cores, parallelism + 1)".to_owned(),
+            |n| n.to_string()
+        )
+    )
 }
 
 /// The table header.

@@ -98,6 +98,9 @@ pub struct RunReport {
     pub keys: u64,
     /// Events per bundle (1 per record).
     pub bundle: usize,
+    /// Threads that ran the events (W1 / W4: the workers running the source and the
+    /// subtasks; W2 / W3: one per subtask).
+    pub threads: usize,
     /// Wall time of the event processing (all subtasks, threads in parallel).
     pub seconds: f64,
     /// Events per second.
@@ -640,6 +643,7 @@ where
         parallelism: spec.parallelism,
         events: spec.events,
         keys: spec.keys,
+        threads: workers,
         bundle: match spec.mode {
             Mode::Bundled => spec.bundle,
             Mode::PerRecord => 1,

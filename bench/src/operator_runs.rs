@@ -643,6 +643,7 @@ where
     for index in 0..containers.len() {
         snapshot_bytes += dir_bytes(&run_dir.path().join(format!("snapshot-{index}")))?;
     }
+    let subtask_threads = ops.len();
     drop(ops);
     drop(stores);
 
@@ -720,6 +721,7 @@ where
         events,
         keys: spec.keys,
         bundle: spec.bundle,
+        threads: subtask_threads,
         seconds,
         events_per_second,
         events_per_cpu_second,
