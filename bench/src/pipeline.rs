@@ -88,8 +88,12 @@ struct Sched {
 
 /// What a worker does next.
 enum Task {
-    /// Make the chunk starting at this event into these bundles (one per subtask).
-    Generate(u64, Vec<Bundle>),
+    /// Make the events `start..end` into these bundles (one per subtask).
+    Generate {
+        start: u64,
+        end: u64,
+        bundles: Vec<Bundle>,
+    },
     /// Run subtask `.0`'s bundle.
     Process(usize, Bundle),
     /// Nothing is left for this worker.
@@ -181,11 +185,11 @@ impl<S> Shared<'_, S> {
             if may_generate && low {
                 return self.take_chunk(&mut sched);
             }
-            if let Some(index) = pick(&sched, last) {
+            if let Some(index) = pick(&sched, last)
+                && let Some(bundle) = sched.queues[index].pop_front()
+            {
                 sched.busy[index] = true;
-                if let Some(bundle) = sched.queues[index].pop_front() {
-                    return Task::Process(index, bundle);
-                }
+                return Task::Process(index, bundle);
             }
             if may_generate {
                 return self.take_chunk(&mut sched);
@@ -208,7 +212,11 @@ impl<S> Shared<'_, S> {
         let bundles = (0..self.subtasks.len())
             .map(|_| sched.spare.pop().unwrap_or_default())
             .collect();
-        Task::Generate(start, bundles)
+        Task::Generate {
+            start,
+            end: sched.next,
+            bundles,
+        }
     }
 }
 
@@ -246,10 +254,13 @@ fn worker<S>(
     loop {
         match shared.next_task(last) {
             Task::Done => break,
-            Task::Generate(start, mut bundles) => {
+            Task::Generate {
+                start,
+                end,
+                mut bundles,
+            } => {
                 let (t0, c0) = (Instant::now(), thread_cpu_ms());
                 let stream = shared.stream;
-                let end = (start + stream.bundle.max(1) as u64).min(stream.events);
                 let made = fill(
                     start,
                     end,
@@ -355,6 +366,31 @@ mod tests {
                 }
                 assert_eq!(all, 10_500, "p {parallelism}, {workers} workers");
             }
+        }
+    }
+
+    /// A panicking subtask fails the run with [`BenchError::Thread`]; no worker is left
+    /// waiting.
+    #[test]
+    fn a_panicking_subtask_fails_the_run() {
+        let mp = MaxParallelism::new(MAX_PARALLELISM).unwrap();
+        let owners = owners(mp, Parallelism::new(2).unwrap());
+        let stream = Stream {
+            events: 100_000,
+            keys: 1_000,
+            bundle: 1_000,
+            owners: &owners,
+        };
+        // Whichever worker draws the panic, the others must stop (without the guard a worker
+        // joined before the panicking one waits forever).
+        for _ in 0..10 {
+            let mut subtasks = [(0, 0_usize), (1, 0)];
+            let result = run(stream, &mut subtasks, 4, None, &|(index, n), _| {
+                *n += 1;
+                assert!(*index == 0 || *n < 3, "subtask 1 fails");
+                Ok(())
+            });
+            assert!(matches!(result, Err(BenchError::Thread)));
         }
     }
 
