@@ -319,24 +319,40 @@ mod tests {
     use state_api::keygroup::{MaxParallelism, Parallelism};
 
     use super::*;
-    use crate::e2e::{MAX_PARALLELISM, owners};
+    use crate::e2e::{MAX_PARALLELISM, key_row, owner_of, owners};
+    use crate::workload::key;
+
+    /// The owners of the key groups at `parallelism`.
+    fn owners_at(parallelism: i32) -> Vec<i32> {
+        let mp = MaxParallelism::new(MAX_PARALLELISM).unwrap();
+        owners(mp, Parallelism::new(parallelism).unwrap())
+    }
+
+    /// A stream of `events` over 1,000 keys in chunks of 1,000.
+    fn stream(events: u64, owners: &[i32]) -> Stream<'_> {
+        Stream {
+            events,
+            keys: 1_000,
+            bundle: 1_000,
+            owners,
+        }
+    }
 
     /// Runs a stream through `parallelism` collecting subtasks on `workers` workers.
     fn collect(parallelism: i32, workers: usize) -> Vec<Vec<(u64, usize)>> {
-        let mp = MaxParallelism::new(MAX_PARALLELISM).unwrap();
-        let owners = owners(mp, Parallelism::new(parallelism).unwrap());
-        let stream = Stream {
-            events: 10_500,
-            keys: 1_000,
-            bundle: 1_000,
-            owners: &owners,
-        };
+        let owners = owners_at(parallelism);
         let mut got: Vec<Vec<(u64, usize)>> =
             vec![Vec::new(); usize::try_from(parallelism).unwrap()];
-        let times = run(stream, &mut got, workers, None, &|seen, bundle| {
-            seen.extend(bundle.events.iter().map(|e| (e.i, bundle.events.len())));
-            Ok(())
-        })
+        let times = run(
+            stream(10_500, &owners),
+            &mut got,
+            workers,
+            None,
+            &|seen, bundle| {
+                seen.extend(bundle.events.iter().map(|e| (e.i, bundle.events.len())));
+                Ok(())
+            },
+        )
         .unwrap();
         assert!(times.cpu_ms >= times.generate_cpu_ms);
         got
@@ -347,7 +363,7 @@ mod tests {
     fn every_event_reaches_its_owner_in_order() {
         let mp = MaxParallelism::new(MAX_PARALLELISM).unwrap();
         for parallelism in [1, 2, 3] {
-            let owners = owners(mp, Parallelism::new(parallelism).unwrap());
+            let owners = owners_at(parallelism);
             let mut writer = BinaryRowWriter::new(1);
             for workers in [1, 2, 4] {
                 let got = collect(parallelism, workers);
@@ -355,12 +371,8 @@ mod tests {
                 for (index, seen) in got.iter().enumerate() {
                     assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "stream order");
                     for &(i, _) in seen {
-                        let kg =
-                            crate::e2e::key_row(&mut writer, crate::workload::key(i, 1_000), mp);
-                        assert_eq!(
-                            usize::try_from(crate::e2e::owner_of(&owners, kg)),
-                            Ok(index)
-                        );
+                        let kg = key_row(&mut writer, key(i, 1_000), mp);
+                        assert_eq!(usize::try_from(owner_of(&owners, kg)), Ok(index));
                     }
                     all += seen.len();
                 }
@@ -373,23 +385,22 @@ mod tests {
     /// waiting.
     #[test]
     fn a_panicking_subtask_fails_the_run() {
-        let mp = MaxParallelism::new(MAX_PARALLELISM).unwrap();
-        let owners = owners(mp, Parallelism::new(2).unwrap());
-        let stream = Stream {
-            events: 100_000,
-            keys: 1_000,
-            bundle: 1_000,
-            owners: &owners,
-        };
+        let owners = owners_at(2);
         // Whichever worker draws the panic, the others must stop (without the guard a worker
         // joined before the panicking one waits forever).
         for _ in 0..10 {
             let mut subtasks = [(0, 0_usize), (1, 0)];
-            let result = run(stream, &mut subtasks, 4, None, &|(index, n), _| {
-                *n += 1;
-                assert!(*index == 0 || *n < 3, "subtask 1 fails");
-                Ok(())
-            });
+            let result = run(
+                stream(100_000, &owners),
+                &mut subtasks,
+                4,
+                None,
+                &|(index, n), _| {
+                    *n += 1;
+                    assert!(*index == 0 || *n < 3, "subtask 1 fails");
+                    Ok(())
+                },
+            );
             assert!(matches!(result, Err(BenchError::Thread)));
         }
     }
@@ -397,23 +408,22 @@ mod tests {
     /// A subtask's error stops the run and is the error returned.
     #[test]
     fn the_first_error_stops_every_worker() {
-        let mp = MaxParallelism::new(MAX_PARALLELISM).unwrap();
-        let owners = owners(mp, Parallelism::new(2).unwrap());
-        let stream = Stream {
-            events: 1_000_000,
-            keys: 1_000,
-            bundle: 1_000,
-            owners: &owners,
-        };
+        let owners = owners_at(2);
         let mut bundles_seen = [0_usize, 0];
-        let result = run(stream, &mut bundles_seen, 2, None, &|seen, _| {
-            *seen += 1;
-            if *seen == 3 {
-                Err(BenchError::Usage("stop".to_owned()))
-            } else {
-                Ok(())
-            }
-        });
+        let result = run(
+            stream(1_000_000, &owners),
+            &mut bundles_seen,
+            2,
+            None,
+            &|seen, _| {
+                *seen += 1;
+                if *seen == 3 {
+                    Err(BenchError::Usage("stop".to_owned()))
+                } else {
+                    Ok(())
+                }
+            },
+        );
         assert!(matches!(result, Err(BenchError::Usage(m)) if m == "stop"));
         assert!(bundles_seen.iter().all(|&n| n <= 3 + IN_FLIGHT));
     }
