@@ -68,6 +68,21 @@ fn agg_spec(insert_only: bool) -> GroupAggSpec {
     )
 }
 
+/// `COUNT(*), FIRST_VALUE(v), LAST_VALUE(v)`: not every call mergeable, so with mini-batch
+/// on Flink plans one phase (`MiniBatchGroupAggFunction`) instead of local-global.
+fn first_last_spec() -> GroupAggSpec {
+    GroupAggSpec::new(
+        kv_fields(),
+        vec![0],
+        vec![
+            AggCall::new(AggFunction::CountStar, vec![]),
+            AggCall::new(AggFunction::FirstValue, vec![1]),
+            AggCall::new(AggFunction::LastValue, vec![1]),
+        ],
+        true,
+    )
+}
+
 #[expect(clippy::cast_precision_loss, reason = "a printed ratio")]
 fn per(bytes: u64, n: usize) -> f64 {
     bytes as f64 / n as f64
@@ -80,14 +95,20 @@ fn group_aggregate_on<S: BenchStore>(c: &mut Criterion, input: &[ChangelogBatch]
     // insert-only: COUNT(*), SUM, MIN, MAX; retract plan: the same calls as Flink plans them
     // for a retracting input (MIN/MAX with value -> count companions), fed the same +I rows;
     // mini-batch: insert-only with each bundle one mini-batch (local-global, upsert output:
-    // the bench binary's W2).
-    for (name, insert_only, mini_batch) in [
-        ("insert_only", true, false),
-        ("retract_plan", false, false),
-        ("insert_only_mini_batch", true, true),
+    // the bench binary's W2); one-phase mini-batch: COUNT(*), FIRST_VALUE, LAST_VALUE, the
+    // same mini-batches through `MiniBatchGroupAggFunction`'s plan.
+    for (name, insert_only, mini_batch, first_last) in [
+        ("insert_only", true, false, false),
+        ("retract_plan", false, false, false),
+        ("insert_only_mini_batch", true, true, false),
+        ("one_phase_mini_batch", true, true, true),
     ] {
         let spec = || {
-            let spec = agg_spec(insert_only);
+            let spec = if first_last {
+                first_last_spec()
+            } else {
+                agg_spec(insert_only)
+            };
             if mini_batch {
                 spec.with_mini_batch(MiniBatch { size: BUNDLE })
                     .with_changelog_mode(ChangelogMode::Upsert)
