@@ -171,7 +171,7 @@ pub struct Phases {
     pub sink_ms: f64,
     /// CPU time of the threads that ran the run (W1 / W4: the workers running the source
     /// and the subtasks; W2 / W3: the subtask threads) and of the stores' last flush
-    /// ([`Backend::finish`](crate::backend::Backend::finish)), from
+    /// ([`Backend::finish`]), from
     /// `CLOCK_THREAD_CPUTIME_ID`, robust to a loaded machine where wall time is not.
     pub cpu_ms: f64,
     /// CPU time per phase (generate: the source's; begin, process, commit: the subtasks'),
