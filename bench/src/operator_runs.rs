@@ -135,7 +135,7 @@ fn kind_of(kind: RowKind) -> Kind {
 #[derive(Debug, Default)]
 struct Sink {
     out: Changelog,
-    /// W2: key -> row hash of its current row (foldhash: with std's SipHash this map was
+    /// W2: key -> row hash of its current row (foldhash: with std's `SipHash` this map was
     /// ~12 % of a W2 subtask's time; Flink's harness keeps its map only in the untimed check
     /// run, sfstate's keeps it in every run so that every run checks `chk_final`).
     last: HashMap<i64, u64, foldhash::fast::RandomState>,

@@ -52,6 +52,19 @@ pub trait ValueCodec: Send + Sync + 'static {
         let _ = value;
         0
     }
+
+    /// Whether values keep data on the heap that an operation reads first thing (a row's
+    /// cells): a backend then runs a second prefetch stage for the bundle's named keys,
+    /// reading each key's (already prefetched) slot and calling
+    /// [`prefetch_heap`](ValueCodec::prefetch_heap) on its value. `false` by default, and a
+    /// backend then skips that stage at compile time.
+    const PREFETCH_HEAP: bool = false;
+
+    /// A hint: asks the CPU for the heap data of `value` that an operation reads first
+    /// (never dereferences it). Does nothing by default.
+    fn prefetch_heap(&self, value: &Self::Value) {
+        let _ = value;
+    }
 }
 
 fn codec_error(column: &str, reason: &'static str) -> Error {

@@ -776,3 +776,22 @@ fn rows_from_arrays_refuses_unequal_lengths_unsupported_types_and_wide_decimals(
         vec![vec![Scalar::Int64(1)], vec![Scalar::Int64(2)]]
     );
 }
+
+/// A row keeps its cells on the heap: `RowCodec` asks backends for the second prefetch stage
+/// (plain codecs do not), and its hint takes any row, empty or wider than two cache lines,
+/// without changing it.
+#[test]
+fn row_codec_asks_for_its_cells_to_be_prefetched() {
+    const { assert!(RowCodec::PREFETCH_HEAP) };
+    const { assert!(!state_api::I64Codec::PREFETCH_HEAP) };
+    let codec = RowCodec::try_new(fields_of(&[DataType::Int64], true)).unwrap();
+    for row in [
+        Vec::new(),
+        vec![Scalar::Int64(7); 1],
+        vec![Scalar::Null; 64],
+    ] {
+        let before = row.clone();
+        codec.prefetch_heap(&row);
+        assert_eq!(row, before);
+    }
+}

@@ -18,8 +18,8 @@ use foldhash::fast::RandomState;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
     BundlePhase, BundlePrefetch, CacheLineAligned, Clock, FlatMap, MaxLoad, MemoryReservation,
-    Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset,
-    ttl_now,
+    PrefetchStages, Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema,
+    key_group_offset, ttl_now,
 };
 
 use state_api::InlineKey as Key;
@@ -77,6 +77,10 @@ pub(crate) struct KeyedCore<C: ValueCodec> {
     /// The open bundle's named keys in order, `(group index, hash)`, for the gets to
     /// prefetch their slots ahead.
     ahead: BundlePrefetch<(usize, u64)>,
+    /// For a codec with [`ValueCodec::PREFETCH_HEAP`]: the named keys whose slots were
+    /// prefetched, each handed back [`PREFETCH_STAGE`](state_api::PREFETCH_STAGE) gets later
+    /// (its slot cached by then) to prefetch its value's heap data.
+    heap_stage: PrefetchStages<(usize, u64)>,
     tombstones: Vec<usize>,
     /// Groups with tombstones, each listed once (`listed[index]` says whether it is).
     tombstone_groups: Vec<usize>,
@@ -123,6 +127,7 @@ impl<C: ValueCodec> KeyedCore<C> {
             groups: empty_groups(&hasher, key_groups.len()),
             hasher,
             ahead: BundlePrefetch::default(),
+            heap_stage: PrefetchStages::default(),
             tombstones: vec![0; key_groups.len()],
             tombstone_groups: Vec::new(),
             listed: vec![false; key_groups.len()],
@@ -171,13 +176,25 @@ impl<C: ValueCodec> KeyedCore<C> {
 
     /// Counts one access of the bundle's named keys and prefetches the slot of the key
     /// `state_api::PREFETCH_AHEAD` named keys further (gets, updates and upserts in the
-    /// order the keys were named find their slots in cache).
+    /// order the keys were named find their slots in cache); for a codec whose values keep
+    /// data on the heap, also that data of the key whose slot was prefetched
+    /// `state_api::PREFETCH_STAGE` accesses ago.
     #[inline]
     fn prefetch_next(&mut self) {
-        if let Some(&(ahead, hash)) = self.ahead.advance()
-            && let Some(group) = self.groups.get(ahead)
-        {
+        let Some(&(ahead, hash)) = self.ahead.advance() else {
+            return;
+        };
+        if let Some(group) = self.groups.get(ahead) {
             group.prefetch(hash);
+        }
+        if C::PREFETCH_HEAP
+            && let Some((index, hash)) = self.heap_stage.push((ahead, hash))
+            && let Some(entry) = self
+                .groups
+                .get(index)
+                .and_then(|g| g.get_by_hash_for_hint(hash))
+        {
+            self.codec.prefetch_heap(&entry.value);
         }
     }
 }

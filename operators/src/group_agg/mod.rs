@@ -117,7 +117,21 @@ impl<S: MapStateStore> GroupAggregate<S> {
         }
         let batch_keys = self.keys.encode_batch(&rows)?;
         let keys = batch_keys.keys();
-        self.acc.begin_bundle(&keys)?;
+        // A mini-batch changes each key once, in the order of its first row: it names exactly
+        // those keys, in that order, so that the table's prefetches (one per operation, a
+        // fixed distance ahead in the named order) stay in step with the operations. Naming
+        // every row's key let them fall behind by one per repeated key.
+        let grouped = self.spec.mini_batch.map(|_| Self::group_rows(&keys));
+        match &grouped {
+            Some(grouped) => {
+                let distinct: Vec<(KeyGroup, &[u8])> = grouped
+                    .iter()
+                    .filter_map(|(first, _)| keys.get(first).copied())
+                    .collect();
+                self.acc.begin_bundle(&distinct)?;
+            }
+            None => self.acc.begin_bundle(&keys)?,
+        }
         // Companions are not hydrated: a group's companion prefix holds one entry per distinct
         // element (100k for a large group), and loading it whole every bundle made each
         // update O(group) -- the hydration pathology map tables exist to avoid. Point reads of
@@ -129,10 +143,12 @@ impl<S: MapStateStore> GroupAggregate<S> {
             return Err(e.into());
         }
         let mut out = Out::default();
-        let result = match self.spec.mini_batch {
+        let result = match &grouped {
             None => self.per_row(&rows, kinds, &keys, &mut out),
-            Some(_) if self.plan.two_phase => self.local_global(&rows, kinds, &keys, &mut out),
-            Some(_) => self.one_phase(&rows, kinds, &keys, &mut out),
+            Some(grouped) if self.plan.two_phase => {
+                self.local_global(&rows, kinds, &keys, grouped, &mut out)
+            }
+            Some(grouped) => self.one_phase(&rows, kinds, &keys, grouped, &mut out),
         };
         result?;
         self.acc.commit_bundle()?;
@@ -271,10 +287,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
         rows: &RowReader<'_>,
         kinds: &[RowKind],
         keys: &[(KeyGroup, &[u8])],
+        grouped: &Grouped,
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
-        let grouped = Self::group_rows(keys);
         // Buffers reused from key to key: a fresh local accumulator is a copy of `fresh`
         // into `local`'s allocation.
         let fresh = acc::create(&self.plan);
@@ -339,10 +355,10 @@ impl<S: MapStateStore> GroupAggregate<S> {
         rows: &RowReader<'_>,
         kinds: &[RowKind],
         keys: &[(KeyGroup, &[u8])],
+        grouped: &Grouped,
         out: &mut Out,
     ) -> Result<()> {
         let mut key_buf = Vec::new();
-        let grouped = Self::group_rows(keys);
         let (mut prev, mut new) = (Vec::new(), Vec::new());
         let (mut first_values, mut row) = (Vec::new(), Vec::new());
         for (first, mut members) in grouped.iter() {
