@@ -36,6 +36,9 @@ pub struct BundlePrefetch<T> {
     keys: Vec<u8>,
     key_ends: Vec<usize>,
     served: usize,
+    /// The keys [`advance_staged`](Self::advance_staged) prefetched, each due for its second
+    /// stage [`PREFETCH_STAGE`] operations later.
+    staged: PrefetchStages<T>,
 }
 
 impl<T> Default for BundlePrefetch<T> {
@@ -45,6 +48,7 @@ impl<T> Default for BundlePrefetch<T> {
             keys: Vec::new(),
             key_ends: Vec::new(),
             served: 0,
+            staged: PrefetchStages::default(),
         }
     }
 }
@@ -56,6 +60,7 @@ impl<T> BundlePrefetch<T> {
         self.keys.clear();
         self.key_ends.clear();
         self.served = 0;
+        self.staged.clear();
     }
 
     /// Appends the next named key.
@@ -125,6 +130,40 @@ impl<T> BundlePrefetch<T> {
         let at = self.served + PREFETCH_AHEAD;
         self.served += 1;
         self.named.get(at)
+    }
+
+    /// [`advance`](Self::advance), and with `staged` a second stage: also the key whose slot
+    /// was prefetched [`PREFETCH_STAGE`] operations ago (cached by now), for the backend to
+    /// ask for what that slot's value points to (a row's cells, see
+    /// [`ValueCodec::PREFETCH_HEAP`](crate::ValueCodec::PREFETCH_HEAP)). Returns `(key to
+    /// prefetch, key due for its second stage)`.
+    ///
+    /// ```
+    /// use state_api::{BundlePrefetch, PREFETCH_AHEAD, PREFETCH_STAGE};
+    ///
+    /// let mut ahead = BundlePrefetch::default();
+    /// ahead.begin();
+    /// for hash in 0..100_u64 {
+    ///     ahead.push(hash);
+    /// }
+    /// let first = PREFETCH_AHEAD as u64;
+    /// for n in 0..PREFETCH_STAGE as u64 {
+    ///     assert_eq!(ahead.advance_staged(true), (Some(first + n), None));
+    /// }
+    /// assert_eq!(ahead.advance_staged(true), (Some(first + PREFETCH_STAGE as u64), Some(first)));
+    /// assert_eq!(ahead.advance_staged(false).1, None);
+    /// ```
+    #[inline]
+    pub fn advance_staged(&mut self, staged: bool) -> (Option<T>, Option<T>)
+    where
+        T: Copy,
+    {
+        let ahead = self.advance().copied();
+        let due = match ahead {
+            Some(key) if staged => self.staged.push(key),
+            _ => None,
+        };
+        (ahead, due)
     }
 }
 

@@ -25,7 +25,6 @@ impl<C: ValueCodec> KeyedTable for KeyedCore<C> {
         // Everything is resident: the named keys are only validated and hashed, for the
         // gets to prefetch their slots `state_api::PREFETCH_AHEAD` gets ahead.
         self.ahead.begin();
-        self.heap_stage.clear();
         for (key_group, key) in keys {
             let index = self.group_index(*key_group)?;
             if let Some(group) = self.groups.get(index) {

@@ -18,8 +18,8 @@ use foldhash::fast::RandomState;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
     BundlePhase, BundlePrefetch, CacheLineAligned, Clock, FlatMap, MaxLoad, MemoryReservation,
-    PrefetchStages, Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema,
-    key_group_offset, ttl_now,
+    Result, StoreConfig, TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset,
+    ttl_now,
 };
 
 use state_api::InlineKey as Key;
@@ -77,10 +77,6 @@ pub(crate) struct KeyedCore<C: ValueCodec> {
     /// The open bundle's named keys in order, `(group index, hash)`, for the gets to
     /// prefetch their slots ahead.
     ahead: BundlePrefetch<(usize, u64)>,
-    /// For a codec with [`ValueCodec::PREFETCH_HEAP`]: the named keys whose slots were
-    /// prefetched, each handed back [`PREFETCH_STAGE`](state_api::PREFETCH_STAGE) gets later
-    /// (its slot cached by then) to prefetch its value's heap data.
-    heap_stage: PrefetchStages<(usize, u64)>,
     tombstones: Vec<usize>,
     /// Groups with tombstones, each listed once (`listed[index]` says whether it is).
     tombstone_groups: Vec<usize>,
@@ -127,7 +123,6 @@ impl<C: ValueCodec> KeyedCore<C> {
             groups: empty_groups(&hasher, key_groups.len()),
             hasher,
             ahead: BundlePrefetch::default(),
-            heap_stage: PrefetchStages::default(),
             tombstones: vec![0; key_groups.len()],
             tombstone_groups: Vec::new(),
             listed: vec![false; key_groups.len()],
@@ -181,14 +176,13 @@ impl<C: ValueCodec> KeyedCore<C> {
     /// `state_api::PREFETCH_STAGE` accesses ago.
     #[inline]
     fn prefetch_next(&mut self) {
-        let Some(&(ahead, hash)) = self.ahead.advance() else {
-            return;
-        };
-        if let Some(group) = self.groups.get(ahead) {
+        let (ahead, due) = self.ahead.advance_staged(C::PREFETCH_HEAP);
+        if let Some((index, hash)) = ahead
+            && let Some(group) = self.groups.get(index)
+        {
             group.prefetch(hash);
         }
-        if C::PREFETCH_HEAP
-            && let Some((index, hash)) = self.heap_stage.push((ahead, hash))
+        if let Some((index, hash)) = due
             && let Some(entry) = self
                 .groups
                 .get(index)

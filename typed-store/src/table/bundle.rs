@@ -51,7 +51,6 @@ impl<C: ValueCodec> KeyedTable for TableCore<C> {
         // Every named key is hashed for the gets to prefetch its slot
         // `state_api::PREFETCH_AHEAD` gets ahead.
         self.ahead.begin();
-        self.heap_stage.clear();
         for (kg, key) in keys {
             composite_key(&mut self.scratch, *kg, self.prefix_bytes, key);
             let hash = self.working.hash(&self.scratch);
@@ -357,19 +356,19 @@ impl<C: ValueCodec> TableCore<C> {
         writes: bool,
     ) -> Result<Option<Visible<'_, C>>> {
         self.check_key_group(key_group)?;
-        if let Some(&ahead) = self.ahead.advance() {
-            self.working.prefetch(ahead);
-            // A value with heap data (a row's cells): the key whose slot was prefetched a
-            // stage ago has it cached now, so its cells can be asked for.
-            if C::PREFETCH_HEAP
-                && let Some(hash) = self.heap_stage.push(ahead)
-                && let Some(Some(value)) = self
-                    .working
-                    .get_by_hash_for_hint(hash)
-                    .map(|slot| slot.value.as_ref())
-            {
-                self.codec.prefetch_heap(value);
-            }
+        let (ahead, due) = self.ahead.advance_staged(C::PREFETCH_HEAP);
+        if let Some(hash) = ahead {
+            self.working.prefetch(hash);
+        }
+        // A value with heap data (a row's cells): the key whose slot was prefetched a stage
+        // ago has it cached now, so its cells can be asked for.
+        if let Some(hash) = due
+            && let Some(Some(value)) = self
+                .working
+                .get_by_hash_for_hint(hash)
+                .map(|slot| slot.value.as_ref())
+        {
+            self.codec.prefetch_heap(value);
         }
         let now = self.now();
         let hash = self.resident(key_group, key)?;

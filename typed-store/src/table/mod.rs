@@ -22,8 +22,8 @@ use std::sync::atomic::Ordering;
 use arrow_schema::SchemaRef;
 use keygroup::{KeyGroup, KeyGroupRange};
 use state_api::{
-    BundlePhase, BundlePrefetch, Clock, MemoryReservation, PrefetchStages, Result, StoreConfig,
-    TableStats, TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
+    BundlePhase, BundlePrefetch, Clock, MemoryReservation, Result, StoreConfig, TableStats,
+    TtlConfig, ValueCodec, canonical_schema, key_group_offset, ttl_now,
 };
 
 use crate::cache::{Key, WorkingMap};
@@ -104,10 +104,6 @@ pub(crate) struct TableCore<C: ValueCodec> {
     /// The open bundle's named keys (their working-map hashes, in order), for the gets to
     /// prefetch their slots ahead.
     ahead: BundlePrefetch<u64>,
-    /// For a codec with [`ValueCodec::PREFETCH_HEAP`]: the hashes whose slots were
-    /// prefetched, each handed back [`PREFETCH_STAGE`](state_api::PREFETCH_STAGE) gets later
-    /// (its slot cached by then) to prefetch its value's heap data.
-    heap_stage: PrefetchStages<u64>,
     scratch: Vec<u8>,
     /// The RocksDB keys `begin_bundle` misses, back to back (`miss_ends` ends each).
     miss_bytes: Vec<u8>,
@@ -184,7 +180,6 @@ impl<C: ValueCodec> TableCore<C> {
             rows,
             working: WorkingMap::new(),
             ahead: BundlePrefetch::default(),
-            heap_stage: PrefetchStages::default(),
             scratch: Vec::new(),
             miss_bytes: Vec::new(),
             miss_ends: Vec::new(),
