@@ -262,14 +262,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
             let (first_row, zero) = match table.update(*kg, key, &mut step)? {
                 Some(zero) => (false, zero?),
                 None if !accumulate => continue,
-                None => {
-                    let mut acc = acc::create(plan);
-                    let zero = step(&mut acc)?;
-                    if !zero {
-                        table.put(*kg, key, acc)?;
-                    }
-                    (true, zero)
-                }
+                None => create_group(table, *kg, key, acc::create(plan), step)?,
             };
             self.finish_key(out, *kg, key, row, first_row, zero, &prev, &new)?;
         }
@@ -336,12 +329,7 @@ impl<S: MapStateStore> GroupAggregate<S> {
             let (first_row, zero) = if let Some(zero) = table.update(*kg, key, &mut merge)? {
                 (false, zero?)
             } else {
-                let mut state = fresh.clone();
-                let zero = merge(&mut state)?;
-                if !zero {
-                    table.put(*kg, key, state)?;
-                }
-                (true, zero)
+                create_group(table, *kg, key, fresh.clone(), merge)?
             };
             self.finish_key(out, *kg, key, &row, first_row, zero, &prev, &new)?;
         }
@@ -402,12 +390,9 @@ impl<S: MapStateStore> GroupAggregate<S> {
                     if members.is_empty() {
                         continue;
                     }
-                    let mut state = acc::create(plan);
-                    let zero = apply(&mut state, members)?;
-                    if !zero {
-                        table.put(*kg, key, state)?;
-                    }
-                    (true, zero)
+                    create_group(table, *kg, key, acc::create(plan), |state| {
+                        apply(state, members)
+                    })?
                 };
             self.finish_key(out, *kg, key, &first_values, first_row, zero, &prev, &new)?;
         }
@@ -481,4 +466,20 @@ impl<S: MapStateStore> GroupAggregate<S> {
             &self.pool,
         )?)
     }
+}
+
+/// A group without an accumulator in the store: `acc`, fresh, goes through `change` and is
+/// put unless its count is then zero. Returns `(first_row, zero)`, `first_row` being true.
+fn create_group<T: KeyedTable<Codec = RowCodec>>(
+    table: &mut T,
+    key_group: KeyGroup,
+    key: &[u8],
+    mut acc: Row,
+    change: impl FnOnce(&mut Row) -> Result<bool>,
+) -> Result<(bool, bool)> {
+    let zero = change(&mut acc)?;
+    if !zero {
+        table.put(key_group, key, acc)?;
+    }
+    Ok((true, zero))
 }
